@@ -1,0 +1,53 @@
+# Longshore: two commands for a newcomer, `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CDK_DIR := .cdk-cli
+CDK := $(CDK_DIR)/node_modules/.bin/cdk
+ASLV := $(CDK_DIR)/node_modules/.bin/asl-validator
+CLUSTER ?= demo
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := 1
+export CDK_DISABLE_CLI_TELEMETRY := true
+export MOTO_EC2_LOAD_DEFAULT_AMIS := false
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: demo test lint unit bench synth tools clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip==26.3
+	$(PY) -m pip install -q -e . --group dev --group infra
+	touch $(STAMP)
+
+$(CDK_DIR)/.installed: infra/package.json
+	mkdir -p $(CDK_DIR)
+	cp infra/package.json infra/package-lock.json $(CDK_DIR)/ 2>/dev/null || cp infra/package.json $(CDK_DIR)/
+	cd $(CDK_DIR) && npm ci --no-audit --no-fund --silent 2>/dev/null || (cd $(CDK_DIR) && npm install --no-audit --no-fund --silent)
+	touch $@
+
+tools: $(STAMP) $(CDK_DIR)/.installed
+
+demo: $(STAMP)
+	$(VENV)/bin/longshore demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check functions infra tests bench app.py
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+unit: tools
+	PATH="$(CURDIR)/$(CDK_DIR)/node_modules/.bin:$$PATH" $(VENV)/bin/pytest -n 2
+
+test: lint unit
+
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+synth: tools
+	$(CDK) synth -c cluster=$(CLUSTER) --no-notices --no-version-reporting -q
+
+clean:
+	rm -rf $(VENV) $(CDK_DIR) cdk.out .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Configuration at the edge: YAML cluster configs and Karpenter manifests, validated and normalised."""

@@ -22,9 +22,13 @@ Pairs = tuple[tuple[str, str], ...]
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
-ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+ConsolidationPolicy = Literal[
+    "WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"
+]  # Balanced: Karpenter v1.14+
 RebalancePolicy = Literal["ignore", "notify", "replace"]
-AmiFamily = Literal["AL2", "AL2023", "Bottlerocket", "Ubuntu", "Windows2019", "Windows2022", "Windows2025", "Custom"]
+AmiFamily = Literal[
+    "AL2", "AL2023", "Bottlerocket", "Ubuntu", "Windows2019", "Windows2022", "Windows2025", "Custom"
+]
 
 
 def pairs(mapping: dict[str, str] | None) -> Pairs:
@@ -48,6 +52,13 @@ class Origin:
     @property
     def is_v1beta1(self) -> bool:
         return self.api_version.endswith("/v1beta1")
+
+    @property
+    def dialect(self) -> str:
+        """`v1alpha5` (Provisioner/AWSNodeTemplate), `v1beta1` or `v1`."""
+        if self.is_v1alpha5:
+            return "v1alpha5"
+        return "v1beta1" if self.is_v1beta1 else "v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +145,7 @@ class SelectorTerm:
     owner: str | None = None
     alias: str | None = None
     ssm_parameter: str | None = None
+    instance_match_criteria: str | None = None  # capacity reservations only: "open" | "targeted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +160,16 @@ class BlockDevice:
     kms_key_id: str | None = None
     snapshot_id: str | None = None
     root_volume: bool = False
+    volume_initialization_rate: int | None = None  # MiB/s, v1 only
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkInterface:
+    """An extra network interface (v1 `networkInterfaces`, e.g. EFA)."""
+
+    network_card_index: int
+    device_index: int
+    interface_type: str = "interface"  # "interface" | "efa-only"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +203,11 @@ class NodeClass:
     associate_public_ip_address: bool | None = None
     context: str | None = None
     launch_template_name: str | None = None  # v1alpha5 unmanaged launch template
+    placement_group: SelectorTerm | None = None  # v1 placementGroupSelector (name or id)
+    network_interfaces: tuple[NetworkInterface, ...] = ()
+    ip_prefix_count: int | None = None
+    connection_tracking: Pairs = ()  # v1 connectionTracking timeouts, as written ("tcpEstablishedTimeout" ...)
+    cpu_options: Pairs = ()  # v1 cpuOptions ("coreCount", "threadsPerCore"), values as strings
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +229,7 @@ class NodePool:
     limits: Resources = field(default_factory=Resources)
     kubelet: KubeletConfig | None = None  # v1alpha5/v1beta1 kept it on the pool; v1 on the node class
     rebalance: RebalancePolicy = "ignore"
+    replicas: int | None = None  # v1 static NodePool: a fixed node count instead of provisioning for pods
 
     def effective_kubelet(self, node_class: NodeClass) -> KubeletConfig:
         """The kubelet config that applies: the pool's (older dialects), else the node class's, else defaults."""
@@ -223,6 +251,18 @@ class Settings:
     reserved_enis: int = 0
     batch_idle_seconds: float = 1.0
     batch_max_seconds: float = 10.0
+    default_instance_profile: str | None = None  # v1alpha5 aws.defaultInstanceProfile
+    isolated_vpc: bool = False
+    enable_eni_limited_pod_density: bool = True
+    tags: Pairs = ()  # tags added to every launched resource (v1alpha5 aws.tags)
+    cluster_endpoint: str | None = None
+    assume_role_arn: str | None = None
+    enable_pod_eni: bool = False
+    drift_enabled: bool = True  # v1alpha5 featureGates.driftEnabled (always on since v1)
+    preference_policy: Literal["Respect", "Ignore"] = (
+        "Respect"  # PREFERENCE_POLICY: honour preferred affinity
+    )
+    min_values_policy: Literal["Strict", "BestEffort"] = "Strict"  # MIN_VALUES_POLICY
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ left before expiry.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from longshore.core.disruption.state import (
@@ -26,28 +25,9 @@ from longshore.core.disruption.state import (
     ManagedNode,
     PdbView,
 )
+from longshore.core.drain import parse_go_duration, parse_timestamp
 from longshore.core.model import NodePool
 from longshore.core.pods import Pod
-
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?)(ms|s|m|h)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _duration(text: str) -> float | None:
-    text = text.strip()
-    parts = _GO_DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * _UNITS[u] for n, u in parts)
-
-
-def _rfc3339(text: str) -> float | None:
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def pod_protected(pod: Pod, now: float) -> str | None:
@@ -60,8 +40,8 @@ def pod_protected(pod: Pod, now: float) -> str | None:
         return None
     if value.strip().lower() == "true":
         return f"pod {pod.key} has {DO_NOT_DISRUPT}=true"
-    duration = _duration(value)
-    created = _rfc3339(pod.created_at) if pod.created_at else None
+    duration = parse_go_duration(value)
+    created = parse_timestamp(pod.created_at) if pod.created_at else None
     if duration is not None and created is not None and now < created + duration:
         left = int(created + duration - now)
         return f"pod {pod.key} has {DO_NOT_DISRUPT}={value} ({left}s left)"

@@ -1,0 +1,217 @@
+"""KubeCluster (the `Cluster` port on the real kubernetes 36 client) against the project's API emulator.
+
+Matrix: reads return kubectl-shaped dicts (pods by node, pending pods, nodes, daemonsets, PDBs, paging);
+node patches (taints replaced, annotations set and removed); eviction outcomes (evicted, blocked by a PDB,
+pod gone, UID changed); deletes with grace periods on the virtual clock; events; retries on injected 5xx and
+throttling 429, and a clear error when the server keeps failing; a watch of pending pods.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from longshore.adapters.kube import cluster as cluster_module
+from longshore.adapters.kube.cluster import KubeCluster
+from longshore.adapters.kube.retry import RetryPolicy
+from longshore.core.model import Taint
+from longshore.ports.kube import ClusterUnavailableError, KubeEvent, NodePatch, ObjectRef
+from longshore.sim.clock import VirtualClock
+from longshore.sim.kubeapi import Fault, KubeApiEmulator
+from longshore.workflow.nodes import taints_of
+from tests.workflow.fakes import make_node, make_pdb, make_pod
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+def emulator(clock: VirtualClock) -> Iterator[KubeApiEmulator]:
+    with KubeApiEmulator(clock=clock) as running:
+        yield running
+
+
+@pytest.fixture
+def slept() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def kube(emulator: KubeApiEmulator, clock: VirtualClock, slept: list[float]) -> Iterator[KubeCluster]:
+    api_client = emulator.api_client()
+    yield KubeCluster(api_client, sleep=slept.append, now=clock.now, retry=RetryPolicy(attempts=3))
+    api_client.close()
+
+
+def seed_pod(emulator: KubeApiEmulator, pod: dict[str, Any]) -> None:
+    node = pod["spec"].pop("nodeName", None)
+    pod["metadata"].pop("uid", None)
+    pod["metadata"].pop("creationTimestamp", None)
+    emulator.store.create("pods", pod, pod["metadata"]["namespace"], keep_status=True)
+    if node:
+        emulator.store.bind(pod["metadata"]["namespace"], pod["metadata"]["name"], node)
+
+
+def seed(emulator: KubeApiEmulator) -> None:
+    for name, instance in (("n1", "i-1"), ("n2", "i-2")):
+        node = make_node(name, instance)
+        node["metadata"].pop("uid")
+        emulator.store.create("nodes", node, keep_status=True)
+    seed_pod(emulator, make_pod("web-1", "n1", labels={"app": "web"}))
+    seed_pod(emulator, make_pod("web-2", "n2", labels={"app": "web"}))
+    seed_pod(emulator, make_pod("db-0", "n1", labels={"app": "db"}))
+    seed_pod(emulator, make_pod("pending", None))
+    seed_pod(emulator, make_pod("finished", None, phase="Succeeded"))
+
+
+def test_reads_return_kubectl_shaped_dicts(emulator: KubeApiEmulator, kube: KubeCluster) -> None:
+    seed(emulator)
+    on_n1 = kube.list_pods(node_name="n1")
+    assert sorted(p["metadata"]["name"] for p in on_n1) == ["db-0", "web-1"]
+    assert all(p["spec"]["nodeName"] == "n1" and p["metadata"]["uid"] for p in on_n1)
+    assert sorted(p["metadata"]["name"] for p in kube.list_pods(label_selector="app=web")) == [
+        "web-1",
+        "web-2",
+    ]
+    assert [p["metadata"]["name"] for p in kube.list_pending_pods()] == ["pending"]
+    assert sorted(n["metadata"]["name"] for n in kube.list_nodes()) == ["n1", "n2"]
+    node = kube.get_node("n1")
+    assert node is not None and node["spec"]["providerID"] == "aws:///us-east-1a/i-1"
+    assert kube.get_node("ghost") is None
+
+
+def test_lists_follow_continue_pages(
+    emulator: KubeApiEmulator, kube: KubeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(emulator)
+    monkeypatch.setattr(cluster_module, "PAGE_SIZE", 2)
+    names = sorted(p["metadata"]["name"] for p in kube.list_pods())
+    assert names == ["db-0", "finished", "pending", "web-1", "web-2"]
+    assert sum(1 for r in emulator.requests if r.resource == "pods" and r.verb == "list") >= 3
+
+
+def test_daemonsets_and_pdbs(emulator: KubeApiEmulator, kube: KubeCluster) -> None:
+    emulator.store.create("poddisruptionbudgets", make_pdb("db", {"app": "db"}, min_available=1), "default")
+    assert [p["metadata"]["name"] for p in kube.list_pdbs()] == ["db"]
+    assert kube.list_daemonsets() == []
+
+
+def test_patch_node_replaces_taints_and_sets_and_removes_annotations(
+    emulator: KubeApiEmulator, kube: KubeCluster
+) -> None:
+    seed(emulator)
+    existing = Taint("dedicated", "NoSchedule", "gpu")
+    disrupted = Taint("karpenter.sh/disrupted", "NoSchedule")
+    kube.patch_node("n1", NodePatch(taints=(existing,), annotations=(("keep", "yes"),)))
+    patched = kube.patch_node(
+        "n1", NodePatch(taints=(existing, disrupted), annotations=(("a", "1"),), unschedulable=True)
+    )
+    assert patched is not None and taints_of(patched) == (existing, disrupted)
+    assert (
+        patched["metadata"]["annotations"] == {"keep": "yes", "a": "1"}
+        and patched["spec"]["unschedulable"] is True
+    )
+    back = kube.patch_node("n1", NodePatch(taints=(existing,), annotations=(("a", None),)))
+    assert (
+        back is not None
+        and taints_of(back) == (existing,)
+        and back["metadata"]["annotations"] == {"keep": "yes"}
+    )
+    assert kube.patch_node("ghost", NodePatch(unschedulable=True)) is None
+
+
+def test_eviction_outcomes(emulator: KubeApiEmulator, kube: KubeCluster, clock: VirtualClock) -> None:
+    seed(emulator)
+    emulator.store.create("poddisruptionbudgets", make_pdb("db", {"app": "db"}, min_available=1), "default")
+    web = next(p for p in kube.list_pods(node_name="n1") if p["metadata"]["name"] == "web-1")
+
+    assert kube.evict_pod("default", "web-1", uid="not-its-uid").outcome == "not-found"
+    assert kube.evict_pod("default", "web-1", uid=web["metadata"]["uid"]).outcome == "evicted"
+    terminating = [p for p in kube.list_pods(node_name="n1") if p["metadata"]["name"] == "web-1"]
+    assert terminating and terminating[0]["metadata"].get("deletionTimestamp")
+    blocked = kube.evict_pod("default", "db-0")
+    assert blocked.outcome == "blocked" and "disruption budget" in blocked.message
+    assert kube.evict_pod("default", "ghost").outcome == "not-found"
+    clock.advance(31)
+    assert sorted(p["metadata"]["name"] for p in kube.list_pods(node_name="n1")) == ["db-0"]
+
+
+def test_delete_pod_with_grace_and_delete_node(
+    emulator: KubeApiEmulator, kube: KubeCluster, clock: VirtualClock
+) -> None:
+    seed(emulator)
+    assert kube.delete_pod("default", "db-0", grace_period_seconds=5) is True
+    clock.advance(5)
+    assert [p["metadata"]["name"] for p in kube.list_pods(node_name="n1")] == ["web-1"]
+    assert kube.delete_pod("default", "db-0") is False
+    assert kube.delete_node("n2") is True and kube.delete_node("n2") is False
+    assert kube.get_node("n2") is None
+
+
+def test_post_event(emulator: KubeApiEmulator, kube: KubeCluster) -> None:
+    seed(emulator)
+    kube.post_event(
+        KubeEvent(ObjectRef("Node", "n1", uid="u1"), "FailedDraining", "1 pod blocked", "Warning")
+    )
+    kube.post_event(
+        KubeEvent(ObjectRef("Pod", "db-0", namespace="default"), "Disrupted", "deleted at the deadline")
+    )
+    events = emulator.store.list("events")
+    found = {
+        (e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"], e["type"]) for e in events
+    }
+    assert found == {("Node", "n1", "FailedDraining", "Warning"), ("Pod", "db-0", "Disrupted", "Normal")}
+    assert all(e["source"]["component"] == "longshore" and e["firstTimestamp"] for e in events)
+
+
+def test_transient_failures_are_retried(
+    emulator: KubeApiEmulator, kube: KubeCluster, slept: list[float]
+) -> None:
+    seed(emulator)
+    fault = emulator.faults.add(Fault(resource="pods", verb="list", status=503, times=2))
+    assert len(kube.list_pods(node_name="n1")) == 2
+    assert fault.hits == 2 and slept == [0.2, 0.4]
+    throttled = emulator.faults.add(Fault(resource="pods/eviction", verb="create", status=429, times=1))
+    assert kube.evict_pod("default", "web-1").outcome == "evicted"  # throttling is not a PDB refusal
+    assert throttled.hits == 1
+
+
+def test_a_server_that_keeps_failing_is_a_clear_error(emulator: KubeApiEmulator, kube: KubeCluster) -> None:
+    seed(emulator)
+    emulator.faults.add(Fault(resource="nodes", verb="get", status=500))
+    with pytest.raises(
+        ClusterUnavailableError, match=r"read node n1: the API server kept failing \(500\) after 3 attempts"
+    ):
+        kube.get_node("n1")
+
+
+def test_watch_pending_pods(emulator: KubeApiEmulator, kube: KubeCluster, clock: VirtualClock) -> None:
+    seed(emulator)
+    seen: list[tuple[str, str]] = []
+
+    def consume() -> None:
+        for kind, pod in kube.watch_pending_pods(timeout_seconds=30):
+            seen.append((kind, pod["metadata"]["name"]))
+
+    def until(condition: Callable[[], bool]) -> None:
+        for _ in range(2000):  # at most ~10 s of real time
+            if condition():
+                return
+            time.sleep(0.005)
+        pytest.fail(f"watch saw only {seen}")
+
+    watcher = threading.Thread(target=consume, daemon=True)
+    watcher.start()
+    until(lambda: ("ADDED", "pending") in seen)  # the watch is established
+    seed_pod(emulator, make_pod("late", None))
+    until(lambda: ("ADDED", "late") in seen)
+    clock.advance(31)  # past the watch's virtual timeout: the server ends the stream
+    watcher.join(timeout=10)
+    assert not watcher.is_alive()
+    assert {name for _, name in seen} == {"pending", "late", "finished"}  # unbound pods only

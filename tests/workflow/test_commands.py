@@ -20,11 +20,21 @@ VALID_NAME = re.compile(r"""^[^\s<>{}\[\]?*"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]{1,
 
 
 def test_execution_name_is_deterministic_and_depends_on_instance_and_reason() -> None:
-    a = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="drifted", requested_at=1.0)
-    b = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="drifted", requested_at=99.0, urgent=True)
-    c = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="expired")
-    assert a.execution_name() == b.execution_name() == "drifted-i-0123456789abcdef0"
+    a = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="drifted", requested_at=100.0)
+    retried = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="drifted", requested_at=100.0, urgent=True)
+    c = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="expired", requested_at=100.0)
+    assert a.execution_name() == retried.execution_name() == "drifted-i-0123456789abcdef0-100"
     assert c.execution_name() != a.execution_name()
+
+
+def test_interruptions_collapse_per_node_but_voluntary_decisions_can_be_retaken() -> None:
+    warning = DisruptionCommand(instance_id="i-0abc", reason="interruption", requested_at=1.0)
+    repeated = DisruptionCommand(instance_id="i-0abc", reason="interruption", requested_at=50.0)
+    assert warning.execution_name() == repeated.execution_name() == "interruption-i-0abc"
+    # A drift that rolled back is decided again later: the name must not collide (names stay reserved 90 days).
+    first = DisruptionCommand(instance_id="i-0abc", reason="drifted", requested_at=1000.0)
+    later = DisruptionCommand(instance_id="i-0abc", reason="drifted", requested_at=5000.0)
+    assert first.execution_name() != later.execution_name()
 
 
 @given(st.text(min_size=1, max_size=300), st.text(min_size=1, max_size=300))

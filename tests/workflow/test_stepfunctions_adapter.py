@@ -35,14 +35,14 @@ def test_the_same_command_starts_once(sfn: tuple[Any, str, str]) -> None:
     command = DisruptionCommand(instance_id="i-0abc", reason="drifted", node_name="n1", requested_at=10.0)
 
     first = workflow.start(command)
-    again = workflow.start(DisruptionCommand(instance_id="i-0abc", reason="drifted", requested_at=99.0))
+    again = workflow.start(DisruptionCommand(instance_id="i-0abc", reason="drifted", requested_at=10.0, urgent=True))
     other_reason = workflow.start(DisruptionCommand(instance_id="i-0abc", reason="expired"))
 
-    assert first.started and first.execution_name == "drifted-i-0abc" and first.execution_arn
+    assert first.started and first.execution_name == "drifted-i-0abc-10" and first.execution_arn
     assert not again.started and again.execution_name == first.execution_name
     assert other_reason.started
     executions = client.list_executions(stateMachineArn=disruption)["executions"]
-    assert sorted(e["name"] for e in executions) == ["drifted-i-0abc", "expired-i-0abc"]
+    assert sorted(e["name"] for e in executions) == ["drifted-i-0abc-10", "expired-i-0abc"]
     described = client.describe_execution(executionArn=first.execution_arn)
     assert json.loads(described["input"]) == command.to_input()
 

@@ -81,6 +81,9 @@ def _optional_number(data: Mapping[str, Any], key: str, where: str) -> float | N
     return float(value)
 
 
+ONCE_PER_NODE_REASONS: Final = frozenset({"interruption", "rebalance"})
+
+
 @dataclass(frozen=True, slots=True)
 class DisruptionCommand:
     """Disrupt one node: optionally launch its replacement, taint, drain, terminate, delete.
@@ -108,8 +111,16 @@ class DisruptionCommand:
             raise CommandError(f"{_field(where, 'reason', self.reason)}; expected one of {sorted(REASONS)}")
 
     def execution_name(self) -> str:
-        """Deterministic from instance id + reason; a valid Step Functions name (<= 80 characters)."""
-        return execution_name_of(self.reason, self.instance_id)
+        """Deterministic from instance id + reason; a valid Step Functions name (<= 80 characters).
+
+        An interruption (or rebalance recommendation) is acted on once per node, so its name is just reason + instance: duplicated and
+        out-of-order warnings collapse into one execution. Voluntary disruptions can be rolled back and
+        decided again later, and Step Functions keeps a name reserved for 90 days, so their names also
+        carry the decision time (`requested_at`); a retried start of the same decision reuses it.
+        """
+        if self.reason in ONCE_PER_NODE_REASONS or not self.requested_at:
+            return execution_name_of(self.reason, self.instance_id)
+        return execution_name_of(self.reason, self.instance_id, str(int(self.requested_at)))
 
     def to_input(self) -> dict[str, Any]:
         """The disruption state machine's input JSON."""

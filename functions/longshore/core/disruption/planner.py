@@ -185,7 +185,7 @@ class _Pass:
             self.budgets.take(pool.name)
             mode = "forceful (v1)" if pool.expiry.forceful else "graceful (older dialect)"
             out.append(self.decide(Decision(EXPIRED, (node,), f"{why}; {mode}",
-                                            replacements=plan.new_claims, forceful=pool.expiry.forceful)))
+                                            replacements=_replacements(plan, [node]), forceful=pool.expiry.forceful)))
         return out
 
     def emptiness(self) -> list[Decision]:
@@ -219,31 +219,13 @@ class _Pass:
         return [self.decide(Decision(EMPTY, tuple(chosen), f"empty past consolidateAfter: {names}",
                                      savings_per_hour=round(saved, 6)))]
 
-    def drift_reason(self, node: ManagedNode, pool: NodePool) -> str | None:
-        if node.nodepool_hash and node.nodepool_hash != nodepool_hash(pool):
-            return f"pool {pool.name} changed since launch"
-        try:
-            node_class = self.inp.config.node_class_of(pool)
-        except KeyError:
-            return None
-        if node.nodeclass_hash and node.nodeclass_hash != nodeclass_hash(node_class):
-            return f"node class {node_class.name} changed since launch"
-        images = self.inp.current_images.get(node_class.name)
-        if images and node.image_id and node.image_id not in images:
-            return f"AMI {node.image_id} is no longer the resolved AMI ({', '.join(sorted(images))})"
-        required = Requirements.of(pool.requirements)
-        mismatch = Requirements.from_labels(node.node.labels).incompatibility(required, subject=f"pool {pool.name}")
-        if mismatch:
-            return f"labels no longer meet the pool's requirements: {mismatch}"
-        return None
-
     def drift(self) -> list[Decision]:
         drifted: list[tuple[ManagedNode, NodePool, str]] = []
         for node in self.open_nodes():
             pool = self.pool_of(node)
             if pool is None or node.initialized_at is None:
                 continue
-            why = self.drift_reason(node, pool)
+            why = drift_reason(node, pool, self.inp)
             if why:
                 drifted.append((node, pool, why))
         out: list[Decision] = []
@@ -262,7 +244,7 @@ class _Pass:
                 self.pass_over(node, f"drifted ({why}) but {stranded}")
                 continue
             self.budgets.take(pool.name)
-            out.append(self.decide(Decision(DRIFTED, (node,), why, replacements=plan.new_claims)))
+            out.append(self.decide(Decision(DRIFTED, (node,), why, replacements=_replacements(plan, [node]))))
         return out
 
     # -- consolidation ------------------------------------------------------------------------------------
@@ -296,8 +278,7 @@ class _Pass:
         if stranded:
             return stranded
         # Pending pods the engine would launch for anyway are not this move's cost.
-        moved = {p.key for n in removed for p in n.reschedulable_pods()}
-        claims = tuple(c for c in plan.new_claims if any(p in moved for p in c.pods))
+        claims = _replacements(plan, removed)
         removed_cost = sum(n.price for n in removed)
         added = sum(c.price_per_hour for c in claims)
         savings = removed_cost - added
@@ -382,6 +363,32 @@ class _Pass:
         return DisruptionPlan(tuple(decisions), passed)
 
 
+def _replacements(plan: Plan, removed: Sequence[ManagedNode]) -> tuple[ClaimPlan, ...]:
+    """The new claims that take pods of `removed` (claims only for pending pods are the provisioner's)."""
+    moved = {p.key for n in removed for p in n.reschedulable_pods()}
+    return tuple(c for c in plan.new_claims if any(p in moved for p in c.pods))
+
+
+def drift_reason(node: ManagedNode, pool: NodePool, inp: DisruptionInput) -> str | None:
+    """Why `node` has drifted from `pool` (changed hashes, a stale AMI, requirements), or None."""
+    if node.nodepool_hash and node.nodepool_hash != nodepool_hash(pool):
+        return f"pool {pool.name} changed since launch"
+    try:
+        node_class = inp.config.node_class_of(pool)
+    except KeyError:
+        return None
+    if node.nodeclass_hash and node.nodeclass_hash != nodeclass_hash(node_class):
+        return f"node class {node_class.name} changed since launch"
+    images = inp.current_images.get(node_class.name)
+    if images and node.image_id and node.image_id not in images:
+        return f"AMI {node.image_id} is no longer the resolved AMI ({', '.join(sorted(images))})"
+    required = Requirements.of(pool.requirements)
+    mismatch = Requirements.from_labels(node.node.labels).incompatibility(required, subject=f"pool {pool.name}")
+    if mismatch:
+        return f"labels no longer meet the pool's requirements: {mismatch}"
+    return None
+
+
 def _preference(decision: Decision) -> tuple[float, int, int]:
     """More saved first; on a tie, fewer launches, then fewer nodes disrupted."""
     return (round(decision.savings_per_hour, 6), -len(decision.replacements), -len(decision.nodes))
@@ -395,8 +402,9 @@ def plan(inp: DisruptionInput) -> DisruptionPlan:
 def revalidate(decision: Decision, inp: DisruptionInput) -> Decision | str:
     """Re-check a consolidation decision on a fresh snapshot, 15 s after it was made.
 
-    Valid when every node still exists, is still a candidate, and the move is still a delete (for a delete)
-    or still saves money with no more replacements than planned (for a replace).
+    Valid when every node still exists, is still a candidate, the pools' `Underutilized` budgets still allow
+    the move, and the move is still a delete (for a delete) or still saves money with no more replacements
+    than planned (for a replace).
     """
     fresh = {n.name: n for n in inp.nodes}
     nodes: list[ManagedNode] = []
@@ -408,7 +416,18 @@ def revalidate(decision: Decision, inp: DisruptionInput) -> Decision | str:
         if blocker:
             return f"node {node.name}: {blocker}"
         nodes.append(current)
-    result = _Pass(inp).evaluate(nodes)
+    check = _Pass(inp)
+    per_pool: dict[str, int] = defaultdict(int)
+    for node in nodes:
+        per_pool[node.nodepool] += 1
+    for pool_name, count in sorted(per_pool.items()):
+        pool = check.pools.get(pool_name)
+        if pool is None:
+            return f"pool {pool_name} no longer exists"
+        allowance = check.budgets.allowance(pool, UNDERUTILIZED)
+        if allowance.allowed < count:
+            return allowance.describe(pool.name, budgets.UNDERUTILIZED)
+    result = check.evaluate(nodes)
     if isinstance(result, str):
         return result
     if len(result.replacements) > len(decision.replacements):

@@ -51,3 +51,8 @@ def nodeclass_hash(node_class: NodeClass) -> str:
     fields = {f.name: _canonical(getattr(node_class, f.name))
               for f in dataclasses.fields(node_class) if f.name not in _CLASS_EXCLUDED}
     return _digest(fields)
+
+
+def claim_hashes(pool: NodePool, node_class: NodeClass) -> tuple[str, str]:
+    """The (pool hash, node-class hash) a node claim records at launch, for drift detection later."""
+    return nodepool_hash(pool), nodeclass_hash(node_class)

@@ -15,7 +15,8 @@ commands to carry out (`Decision`) and, for every managed node left alone, a sen
 4. **Consolidation** (WhenEmptyOrUnderutilized), only when the pass has nothing else to do. Beyond
    Karpenter's m→1: a set of nodes may be repacked onto *any* cheaper set of new nodes, because the
    packing engine plans whole batches. Candidates are ordered by $/h saved per unit of disruption; the
-   largest valid prefix is found by binary search (multi-node), then single nodes are tried in order.
+   largest valid prefix is found by binary search (multi-node; the whole prefix is tried first, which
+   after a scale-down usually holds and costs one packing run), then single nodes are tried in order.
    A move must save at least `consolidation_min_savings_fraction` of what it removes, never replaces a
    node with its own type or a pricier set, and moves spot to spot only with at least 15 cheaper types.
    Consolidation decisions carry `validate_after = now + 15 s`; `revalidate` re-checks them on a fresh
@@ -328,6 +329,12 @@ class _Pass:
         prefix = candidates[:MULTI_NODE_MAX_CANDIDATES]
         best: Decision | None = None
         low, high = 2, len(prefix)
+        if high >= low:  # the whole prefix first: in a cluster after a scale-down it usually holds (one solve)
+            whole = self.evaluate(prefix)
+            if isinstance(whole, Decision):
+                best, low = whole, high + 1
+            else:
+                high -= 1
         while low <= high:  # binary search for the largest valid prefix (Karpenter's multi-node method)
             mid = (low + high) // 2
             result = self.evaluate(prefix[:mid])

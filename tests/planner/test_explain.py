@@ -1,0 +1,254 @@
+"""`longshore explain` against the Kubernetes API emulator (real kubernetes client over loopback HTTP), with
+claims from a file or from DynamoDB on moto, and the planner's and packing engine's own reasons."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from click.testing import CliRunner, Result
+from moto import mock_aws
+
+from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable
+from longshore.cli.explain import command
+from longshore.core.claims import NodeClaim, provider_id
+from longshore.sim.clock import VirtualClock
+from longshore.sim.kubeapi import KubeApiEmulator
+from tests.planner.fakes import node_manifest, running_pod
+from tests.workflow.fakes import START
+
+CONFIG = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      expireAfter: Never
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+    budgets: [{nodes: "100%"}]
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-demo-cluster
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo-cluster}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo-cluster}}]
+"""
+PRICES = {"m5.large": 0.096, "m5.xlarge": 0.192}
+
+
+@pytest.fixture
+def emulator() -> Iterator[KubeApiEmulator]:
+    with KubeApiEmulator(clock=VirtualClock(START)) as running:
+        yield running
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    config = tmp_path / "cluster.yaml"
+    config.write_text(CONFIG)
+    return {"config": config, "claims": tmp_path / "claims.json"}
+
+
+def claim_for(name: str, type_name: str = "m5.xlarge") -> NodeClaim:
+    return NodeClaim(
+        id=f"claim-{name}",
+        nodepool="default",
+        node_class="default",
+        instance_type=type_name,
+        zone="us-east-1a",
+        capacity_type="on-demand",
+        price=PRICES[type_name],
+        instance_id=f"i-{name}",
+        node_name=name,
+        provider_id=provider_id("us-east-1a", f"i-{name}"),
+        state="initialized",
+        launched_at=START - 7200,
+        initialized_at=START - 7100,
+        created_at=START - 7200,
+    )
+
+
+def seed(
+    emulator: KubeApiEmulator,
+    files: dict[str, Path],
+    nodes: dict[str, str],
+    pods: list[dict[str, Any]],
+    *,
+    foreign: tuple[str, ...] = (),
+) -> None:
+    claims = []
+    for name, type_name in nodes.items():
+        emulator.store.create(
+            "nodes", node_manifest(name, f"i-{name}", type_name=type_name), keep_status=True
+        )
+        if name not in foreign:
+            claims.append(asdict(claim_for(name, type_name)))
+    for pod in pods:
+        emulator.store.create("pods", pod, keep_status=True)
+    files["claims"].write_text(json.dumps(claims))
+
+
+def explain(emulator: KubeApiEmulator, files: dict[str, Path], target: str, *extra: str) -> Result:
+    args = [
+        target,
+        "--config",
+        str(files["config"]),
+        "--cluster-name",
+        "demo-cluster",
+        "--server",
+        emulator.url,
+        "--claims",
+        str(files["claims"]),
+        "--now",
+        str(START),
+        *extra,
+    ]
+    return CliRunner().invoke(command, args, catch_exceptions=False)
+
+
+def test_a_node_held_by_a_do_not_disrupt_pod_says_which_pod(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    guarded = running_pod("batch", "n1", cpu="1")
+    guarded["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    seed(
+        emulator, files, {"n1": "m5.xlarge", "n2": "m5.xlarge"}, [guarded, running_pod("web", "n2", cpu="3")]
+    )
+
+    result = explain(emulator, files, "n1", "--json")
+
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    assert answer["verdict"] == "blocked"
+    assert answer["reason"] == "pod default/batch has karpenter.sh/do-not-disrupt=true"
+    assert "budget Underutilized: 2 more now (2 nodes, 0 disrupting)" in answer["details"]
+
+
+def test_a_node_whose_pods_fit_elsewhere_is_a_consolidation_candidate(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    seed(
+        emulator,
+        files,
+        {"n1": "m5.xlarge", "n2": "m5.xlarge"},
+        [running_pod("w1", "n1", cpu="1"), running_pod("w2", "n2", cpu="1")],
+    )
+
+    out1 = json.loads(explain(emulator, files, "n1", "--json").output)
+    out2 = json.loads(explain(emulator, files, "n2", "--json").output)
+
+    assert sorted([out1["verdict"], out2["verdict"]]) == ["blocked", "consolidation-candidate"]
+    candidate = out1 if out1["verdict"] == "consolidation-candidate" else out2
+    assert "saving $0.1920/h" in candidate["reason"] and "15 s re-validation" in candidate["reason"]
+
+
+def test_a_node_without_a_claim_is_not_ours(emulator: KubeApiEmulator, files: dict[str, Path]) -> None:
+    seed(emulator, files, {"mine": "m5.large", "stranger": "m5.large"}, [], foreign=("stranger",))
+
+    result = explain(emulator, files, "stranger")
+
+    assert result.exit_code == 0
+    assert "not-managed" in result.output and "not owned by cluster demo-cluster" in result.output
+
+
+def test_a_pending_pod_too_big_for_any_pool_gets_the_engines_reason(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    huge = running_pod("huge", "", cpu="64")
+    huge["spec"].pop("nodeName", None)
+    huge["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    seed(emulator, files, {"n1": "m5.large"}, [huge])
+
+    answer = json.loads(explain(emulator, files, "default/huge", "--json").output)
+
+    assert answer["verdict"] == "unschedulable"
+    assert answer["reason"].startswith("no node can run it: ") and len(answer["reason"]) > 25
+
+
+def test_a_pending_pod_that_needs_a_node_names_the_node_it_gets(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    seed(emulator, files, {"n1": "m5.large"}, [running_pod("full", "n1", cpu="1800m")])
+    waiting = running_pod("waiting", "", cpu="1500m")
+    waiting["spec"].pop("nodeName", None)
+    waiting["status"] = {"phase": "Pending"}
+    emulator.store.create("pods", waiting, keep_status=True)
+
+    answer = json.loads(explain(emulator, files, "waiting", "--json").output)
+
+    assert answer["verdict"] == "needs-node" and "m5.large (on-demand, us-east-1a" in answer["reason"]
+    assert "not marked it Unschedulable yet" in answer["details"][0]
+
+
+def test_claims_can_come_from_dynamodb(emulator: KubeApiEmulator, files: dict[str, Path]) -> None:
+    seed(emulator, files, {"n1": "m5.large"}, [])
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="longshore",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk", "instance_id")
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": "by-instance",
+                    "KeySchema": [{"AttributeName": "instance_id", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            ],
+        )
+        DynamoClaimStore(DynamoTable(client, "longshore")).put(claim_for("n1", "m5.large"))
+        args = [
+            "n1",
+            "--config",
+            str(files["config"]),
+            "--cluster-name",
+            "demo-cluster",
+            "--server",
+            emulator.url,
+            "--table",
+            "longshore",
+            "--now",
+            str(START),
+            "--json",
+        ]
+        result = CliRunner().invoke(command, args, catch_exceptions=False)
+
+    answer = json.loads(result.output)
+    assert answer["verdict"] == "decision" and answer["reason"].startswith("empty: ")
+
+
+def test_unknown_objects_and_bad_claims_files_are_reported(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    seed(emulator, files, {"n1": "m5.large"}, [])
+    missing = explain(emulator, files, "nope")
+    assert missing.exit_code == 1 and "no node or pod called 'nope'" in missing.output
+
+    files["claims"].write_text('[{"id": "x", "nodepool": "default"}]')
+    bad = explain(emulator, files, "n1")
+    assert bad.exit_code == 2 and "claims.json: claim [0] (x)" in bad.output

@@ -1,0 +1,112 @@
+"""The planner Lambda: its loop of passes within the invocation, the Step Functions surge start on moto, and
+the AMI resolver wrapper behind AMI drift."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from longshore.core.commands import DisruptionCommand
+from longshore.handlers import planner as planner_handler
+from longshore.handlers.planner import ResolvedImages, StepFunctionsSurgeWorkflow
+from longshore.workflow.definition import disruption_definition
+from tests.builders import node_class
+from tests.planner.fakes import PlannerWorld
+from tests.workflow.sfn_harness import ROLE_ARN, STEPS_ARN
+
+
+@dataclass
+class FakeContext:
+    remaining_ms: int
+    function_name: str = "longshore-planner"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:longshore-planner"
+    aws_request_id: str = "req-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def test_one_invocation_validates_and_acts_on_a_consolidation() -> None:
+    w = PlannerWorld()
+    w.add_node("a")
+    w.add_node("b")
+    w.add_pod("w1", "a", cpu="1")
+    w.add_pod("w2", "b", cpu="1")
+    deadline = w.clock.now() + 60
+
+    report = planner_handler.process(w.service, lambda: deadline - w.clock.now(), w.clock.advance)
+
+    assert report.passes >= 3  # every 10 s while more than margin + a pass is left
+    assert len(report.started) == 1 and report.started[0].startswith("underutilized-")
+    assert w.clock.now() <= deadline
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics to publish")
+def test_the_handler_runs_at_least_one_pass_with_the_installed_service() -> None:
+    w = PlannerWorld()
+    w.add_node("idle")
+    planner_handler.configure(w.service)
+    try:
+        result = planner_handler.handler({}, FakeContext(remaining_ms=1000))  # type: ignore[arg-type]
+    finally:
+        planner_handler.configure(None)
+
+    assert result["passes"] == 1 and result["started"][0].startswith("empty-i-idle")
+    assert w.workflows.disruptions()[0].input["reason"] == "empty"
+
+
+def test_surge_start_carries_the_replacement_claim_and_starts_once() -> None:
+    with mock_aws():
+        client = boto3.client("stepfunctions", region_name="us-east-1")
+        arn = client.create_state_machine(
+            name="d", definition=json.dumps(disruption_definition(STEPS_ARN)), roleArn=ROLE_ARN
+        )["stateMachineArn"]
+        workflow = StepFunctionsSurgeWorkflow(client, arn)
+        command = DisruptionCommand(
+            instance_id="i-0abc", reason="drifted", node_name="n1", replace=True, requested_at=100.0
+        )
+
+        first = workflow.start_surge(command, "default-abc123", 1300.0)
+        again = workflow.start_surge(command, "default-abc123", 1300.0)
+
+        assert first.started and not again.started
+        (execution,) = client.list_executions(stateMachineArn=arn)["executions"]
+        payload = json.loads(client.describe_execution(executionArn=execution["executionArn"])["input"])
+        assert payload["replacement"] == {
+            "claimId": "default-abc123",
+            "status": "launching",
+            "polls": 0,
+            "giveUpAt": 1300.0,
+        }
+        assert payload["replace"] is True and payload["instanceId"] == "i-0abc"
+
+
+class FakeResolver:
+    def __init__(self, images: dict[tuple[str, str], str]) -> None:
+        self.images = images
+
+    def resolve(self, node_class: Any, version: str, arch: str, accelerator: str = "") -> str:
+        if (arch, accelerator) not in self.images:
+            raise LookupError(arch)
+        return self.images[(arch, accelerator)]
+
+
+def test_resolved_images_cover_every_variant_and_refresh() -> None:
+    now = [0.0]
+    generations = [
+        FakeResolver({("x86_64", ""): "ami-1", ("arm64", ""): "ami-2"}),
+        FakeResolver({("x86_64", ""): "ami-3"}),
+    ]
+    images = ResolvedImages(lambda: generations.pop(0), "1.31", lambda: now[0])
+
+    assert images.current_images(node_class()) == frozenset({"ami-1", "ami-2"})
+    now[0] = 100.0
+    assert images.current_images(node_class()) == frozenset({"ami-1", "ami-2"})  # cached
+    now[0] = 400.0
+    assert images.current_images(node_class()) == frozenset({"ami-3"})

@@ -1,0 +1,134 @@
+"""Turning Cluster-port manifests and claims into the planner's input: ownership, PDBs, disrupting nodes,
+unreadable pods and the pod-event clock behind consolidateAfter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from longshore.adapters.memory import MemoryOfferingAvailability
+from longshore.core.disruption import planner
+from longshore.services.disruption import PodEventTracker, Snapshot, event_reason_for, pdb_view, take_snapshot
+from tests.planner.fakes import TYPES, PlannerWorld, cluster_config, node_manifest, running_pod
+from tests.workflow.fakes import START, stamp
+
+
+def snapshot_of(w: PlannerWorld, started: tuple[str, ...] = ()) -> Snapshot:
+    return take_snapshot(
+        w.cluster,
+        w.world.claims,
+        MemoryOfferingAvailability(),
+        TYPES,
+        w.config,
+        w.clock.now(),
+        started=started,
+    )
+
+
+def test_nodes_are_joined_with_their_claims_and_foreign_nodes_are_only_destinations() -> None:
+    w = PlannerWorld()
+    w.add_node("ours", type_name="m5.large")
+    w.cluster.add_node(node_manifest("theirs", "i-foreign"))
+    w.add_pod("web", "ours", cpu="500m")
+
+    snap = snapshot_of(w)
+
+    (ours,) = snap.input.nodes
+    assert (ours.name, ours.instance_id, ours.claim_id, ours.price) == ("ours", "i-ours", "claim-ours", 0.096)
+    assert [p.key for p in ours.reschedulable_pods()] == ["default/web"]
+    assert [n.name for n in snap.input.unmanaged] == ["theirs"]
+    plan = planner.plan(snap.input)
+    assert plan.reason_for("theirs") is None  # never a candidate
+
+
+def test_taint_deleting_claim_and_own_starts_mark_a_node_disrupting() -> None:
+    w = PlannerWorld()
+    for name in ("tainted", "deleting", "started", "calm"):
+        w.add_node(name)
+    w.cluster.nodes["tainted"]["spec"]["taints"] = [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
+    claim = w.world.claims.get("claim-deleting")
+    assert claim is not None
+    w.world.claims.put(replace(claim, state="deleting"))
+
+    snap = snapshot_of(w, started=("started",))
+
+    disrupting = {n.name: n.disrupting for n in snap.input.nodes}
+    assert disrupting == {"tainted": True, "deleting": True, "started": True, "calm": False}
+
+
+def test_pdb_status_decides_what_it_allows_and_a_missing_status_allows_nothing() -> None:
+    with_status = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": 2},
+    }
+    without = {
+        "metadata": {"name": "db", "namespace": "shop"},
+        "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["db"]}]}},
+    }
+    no_selector = {"metadata": {"name": "none", "namespace": "shop"}, "spec": {}}
+
+    web, db = pdb_view(with_status), pdb_view(without)
+
+    assert web is not None and web.disruptions_allowed == 2 and web.namespace == "shop"
+    assert db is not None and db.disruptions_allowed == 0
+    assert pdb_view(no_selector) is None
+
+
+def test_a_node_with_an_unreadable_pod_is_never_a_candidate() -> None:
+    w = PlannerWorld()
+    w.add_node("odd")
+    broken = running_pod("broken", "odd", cpu="1")
+    broken["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    w.cluster.add_pod(broken)
+
+    snap = snapshot_of(w)
+
+    assert snap.input.nodes == () and "odd" in snap.unreadable
+    assert "default/broken" in snap.unreadable["odd"]
+
+
+def test_pod_events_come_from_binds_deletions_and_vanished_pods() -> None:
+    tracker = PodEventTracker()
+    bound = running_pod("a", "n", bound_at=START - 100)
+    assert tracker.observe("n", [bound], START) == START - 100
+
+    terminating = running_pod("a", "n", bound_at=START - 100)
+    terminating["metadata"]["deletionTimestamp"] = stamp(START + 25)
+    terminating["metadata"]["deletionGracePeriodSeconds"] = 30
+    assert tracker.observe("n", [terminating], START + 10) == START - 5  # deletion began 30 s before its end
+
+    assert tracker.observe("n", [], START + 40) == START - 5  # it was seen terminating: no new event
+    other = running_pod("b", "m", bound_at=START - 500)
+    tracker.observe("m", [other], START)
+    assert tracker.observe("m", [], START + 20) == START + 20  # vanished unseen: noticed now
+
+
+def test_event_reasons_for_passed_over_nodes() -> None:
+    assert event_reason_for("empty for 30s of the 60s pool default waits") is None
+    assert event_reason_for("no cheaper option") == "Unconsolidatable"
+    assert (
+        event_reason_for("PDB shop/db allows no disruption now (it protects pod shop/db-0)")
+        == "DisruptionBlocked"
+    )
+    assert (
+        event_reason_for("drifted (AMI changed) but pod a/b would have nowhere to go (x)")
+        == "DisruptionBlocked"
+    )
+
+
+def test_config_pools_without_nodes_are_fine() -> None:
+    w = PlannerWorld(cluster_config())
+    assert snapshot_of(w).input.nodes == ()
+
+
+def test_drift_hashes_come_from_the_claim_before_the_node_annotations() -> None:
+    w = PlannerWorld()
+    w.add_node("a", annotations={"karpenter.sh/nodepool-hash": "v1-from-node"})
+    w.add_node("b", annotations={"karpenter.sh/nodepool-hash": "v1-from-node"})
+    claim = w.world.claims.get("claim-a")
+    assert claim is not None
+    w.world.claims.put(replace(claim, nodepool_hash="v1-from-claim"))
+
+    hashes = {n.name: n.nodepool_hash for n in snapshot_of(w).input.nodes}
+
+    assert hashes == {"a": "v1-from-claim", "b": "v1-from-node"}

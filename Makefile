@@ -36,6 +36,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check functions infra tests bench app.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy infra app.py
 	$(VENV)/bin/lint-imports
 
 unit: tools

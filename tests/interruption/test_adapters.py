@@ -15,6 +15,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from longshore.adapters.aws.lambda_trigger import TRIGGER_SOURCE, LambdaProvisionerTrigger, TriggerError
+from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
 from longshore.core.commands import DisruptionCommand
 from longshore.handlers import interruption as lambda_module
 from longshore.services.interruption import InterruptionService
@@ -75,12 +76,13 @@ def test_starting_the_same_disruption_twice_starts_one_execution(aws: None) -> N
         definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
         roleArn=role_arn(),
     )["stateMachineArn"]
-    workflow = lambda_module._StepFunctionsDisruptionWorkflow(sfn, arn)
+    workflow = StepFunctionsWorkflow(sfn, arn)  # what the handler wires (see the wiring test below)
     warning = DisruptionCommand("i-0123456789abcdef0", "interruption", urgent=True, deadline_epoch=1.0e9)
     first, again = workflow.start(warning), workflow.start(warning)
-    # Step Functions accepts an identical start of a running execution idempotently (same ARN) ...
-    assert first.started and again.execution_arn == first.execution_arn
-    # ... and refuses the same name with another input: a later event for the same node
+    # Step Functions answers an identical start of a running execution with the same ARN, silently; the
+    # adapter tells it apart, so a duplicated warning is reported as "not started" ...
+    assert first.started and not again.started and again.execution_arn == first.execution_arn
+    # ... and the same name with another input (a later event for the same node) is not started either
     stopping = DisruptionCommand(
         "i-0123456789abcdef0", "interruption", urgent=True, deadline_epoch=1.0e9 + 60
     )
@@ -102,8 +104,9 @@ def test_the_handler_wires_production_adapters_from_the_environment(
         Type="String",
         Value=bundle_cluster([VALID_V1_MANIFESTS], cluster_name="demo", region=REGION),
     )
+    role = role_arn()
     eks = boto3.client("eks", region_name=REGION)
-    eks.create_cluster(name="demo", roleArn=role_arn(), resourcesVpcConfig={"subnetIds": []}, version="1.31")
+    eks.create_cluster(name="demo", roleArn=role, resourcesVpcConfig={"subnetIds": []}, version="1.31")
     for variable, value in {
         "LONGSHORE_CLUSTER_NAME": "demo",
         "AWS_REGION": REGION,
@@ -113,6 +116,19 @@ def test_the_handler_wires_production_adapters_from_the_environment(
         "LONGSHORE_PROVISIONER_FUNCTION_NAME": "longshore-provisioner",
     }.items():
         monkeypatch.setenv(variable, value)
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    machine = sfn.create_state_machine(
+        name="d",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
+        roleArn=role,
+    )["stateMachineArn"]
+    assert machine == "arn:aws:states:us-east-1:123456789012:stateMachine:d"
     service = lambda_module.build_service()
     assert isinstance(service, InterruptionService)
+    # the wired workflow is the shared Step Functions adapter: one execution per command, duplicates refused
+    warning = DisruptionCommand("i-0123456789abcdef0", "interruption", urgent=True, deadline_epoch=1.0e9)
+    first, again = service._workflow.start(warning), service._workflow.start(warning)
+    assert (first.started, again.started) == (True, False)
+    [execution] = sfn.list_executions(stateMachineArn=machine)["executions"]
+    assert execution["name"] == warning.execution_name()
     assert service._rebalance_policy("general") == "ignore"  # the pool exists in the bundled config

@@ -38,6 +38,8 @@ NODES_DISRUPTED = "NodesDisrupted"  # dims: Reason
 DRAIN_DURATION_S = "DrainDurationSeconds"
 EVICTIONS_BLOCKED_BY_PDB = "EvictionsBlockedByPDB"
 SAVINGS_PER_HOUR = "ConsolidationSavingsPerHour"
+REPLACEMENTS_LAUNCHED = "ReplacementsLaunched"  # dims: Reason (the disruption's reason)
+REPLACEMENTS_UNAVAILABLE = "ReplacementsUnavailable"  # dims: Reason (the disruption's reason)
 
 # Dimension names
 DIM_NODEPOOL = "NodePool"

@@ -22,7 +22,6 @@ the event's time).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -36,9 +35,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from longshore.adapters.events.parse import MalformedEventError, parse_event
 from longshore.core import telemetry
-from longshore.core.commands import DisruptionCommand
 from longshore.ports.clock import Clock
-from longshore.ports.workflow import StartResult
 from longshore.services.interruption import InterruptionService, MessageOutcome
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "longshore"))
@@ -170,28 +167,6 @@ def configure(service: InterruptionService | None) -> None:
     _service = service
 
 
-class _StepFunctionsDisruptionWorkflow:
-    """`ports.workflow.DisruptionWorkflow` on Step Functions: the execution name is the idempotency key.
-
-    Private stand-in until the shared Step Functions adapter exists: `StartExecution` with the command's
-    deterministic name; `ExecutionAlreadyExists` means this disruption was already started (started=False).
-    """
-
-    def __init__(self, client: Any, state_machine_arn: str) -> None:
-        self._client = client
-        self._arn = state_machine_arn
-
-    def start(self, command: DisruptionCommand) -> StartResult:
-        name = command.execution_name()
-        try:
-            response = self._client.start_execution(
-                stateMachineArn=self._arn, name=name, input=json.dumps(command.to_input())
-            )
-        except self._client.exceptions.ExecutionAlreadyExists:
-            return StartResult(False, name)
-        return StartResult(True, name, response.get("executionArn"))
-
-
 def build_service() -> InterruptionService:
     """Production wiring from the Lambda environment (names in docs/contracts.md)."""
     import boto3  # type: ignore[import-untyped]
@@ -204,6 +179,7 @@ def build_service() -> InterruptionService:
     from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
     from longshore.adapters.aws.instances import Ec2Instances
     from longshore.adapters.aws.lambda_trigger import LambdaProvisionerTrigger
+    from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
     from longshore.adapters.kube.cluster import KubeCluster
     from longshore.config.loader import load_cluster_text
     from longshore.config.settings import RuntimeSettings
@@ -225,7 +201,7 @@ def build_service() -> InterruptionService:
     return InterruptionService(
         claims=DynamoClaimStore(table),
         offerings=DynamoOfferingAvailability(table),
-        workflow=_StepFunctionsDisruptionWorkflow(
+        workflow=StepFunctionsWorkflow(
             session.client("stepfunctions"), settings.require("disruption_state_machine_arn")
         ),
         cluster=KubeCluster(api_client(info, tokens), component="longshore-interruption"),

@@ -23,7 +23,6 @@ from aws_lambda_powertools import Logger, Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 
 from longshore.core import telemetry
-from longshore.ports.workflow import ReplacementUnavailableError
 from longshore.workflow.errors import StepInputError
 from longshore.workflow.steps import StepPorts, run_step
 
@@ -59,16 +58,6 @@ class _WallClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
-
-
-class _UnwiredReplacements:
-    """Used until a replacement launcher is wired in: surge disruptions roll back with this message."""
-
-    def launch_replacement(self, claim: Any, node: Any, reason: str, now: float) -> str:
-        raise ReplacementUnavailableError(
-            "no replacement launcher is configured for the workflow-steps Lambda; start the disruption "
-            'with "replace": false (or a rotation with "surge": false)'
-        )
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -138,12 +127,16 @@ def build_ports() -> StepPorts:
     """Production wiring from the Lambda environment (names in docs/contracts.md)."""
     import boto3  # type: ignore[import-untyped]
 
-    from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable
+    from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoOfferingAvailability, DynamoTable
     from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
+    from longshore.adapters.aws.fleet import Ec2Launcher
+    from longshore.adapters.aws.instance_types import load_catalog
     from longshore.adapters.aws.instances import Ec2Instances
     from longshore.adapters.kube.cluster import KubeCluster
+    from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
     from longshore.config.loader import load_cluster_text
     from longshore.config.settings import RuntimeSettings
+    from longshore.services.replacement import ClusterReplacementLauncher
 
     settings = RuntimeSettings.from_env()
     session = boto3.session.Session(region_name=settings.region)
@@ -157,12 +150,37 @@ def build_ports() -> StepPorts:
     )
     info = describe_cluster(session.client("eks"), settings.cluster_name)
     tokens = TokenSource.for_cluster(session.client("sts"), settings.cluster_name, clock.now)
+    cluster = KubeCluster(api_client(info, tokens), component="longshore-disruption")
+    table = DynamoTable(session.client("dynamodb"), settings.table_name)
+    claims, offerings = DynamoClaimStore(table), DynamoOfferingAvailability(table)
+    ec2 = session.client("ec2")
+    instances = Ec2Instances(ec2, settings.cluster_name)
+    pricing = session.client("pricing", region_name="us-east-1")  # the Pricing API answers in us-east-1
+    replacements = ClusterReplacementLauncher(
+        cluster=cluster,
+        store=claims,
+        offerings=offerings,
+        launcher=Ec2Launcher(
+            ec2=ec2,
+            ssm=session.client("ssm"),
+            iam=session.client("iam"),
+            cluster=info,
+            config=config,
+            store=claims,
+            offerings=offerings,
+            instances=instances,
+            sleep=clock.sleep,
+        ),
+        config=config,
+        catalog=lambda: load_catalog(ec2, pricing, settings.region, clock),  # read only when a surge plans
+        metrics=PowertoolsMetricsSink(metrics),
+    )
     return StepPorts(
         cluster_name=settings.cluster_name,
-        cluster=KubeCluster(api_client(info, tokens), component="longshore-disruption"),
-        claims=DynamoClaimStore(DynamoTable(session.client("dynamodb"), settings.table_name)),
-        instances=Ec2Instances(session.client("ec2"), settings.cluster_name),
-        replacements=_UnwiredReplacements(),
+        cluster=cluster,
+        claims=claims,
+        instances=instances,
+        replacements=replacements,
         clock=clock,
         termination_grace_periods={p.name: p.termination_grace_period_seconds for p in config.node_pools},
     )

@@ -18,7 +18,7 @@ by `until > now` because TTL deletion is lazy.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 from longshore.adapters.aws.retry import ClientError
@@ -40,9 +40,17 @@ def claim_to_doc(claim: NodeClaim) -> str:
     return json.dumps(asdict(claim), sort_keys=True, separators=(",", ":"))
 
 
+_CLAIM_FIELDS = frozenset(f.name for f in fields(NodeClaim))
+
+
 def claim_from_doc(doc: str) -> NodeClaim:
-    """A claim from its stored JSON document (tuples restored)."""
-    data: dict[str, Any] = json.loads(doc)
+    """A claim from its stored JSON document (tuples restored).
+
+    Fields the document lacks take their defaults (a claim written before `nodepool_hash` existed reads back
+    with None), and fields this version does not know are dropped (a claim written by a newer function
+    during a deployment still reads).
+    """
+    data: dict[str, Any] = {k: v for k, v in json.loads(doc).items() if k in _CLAIM_FIELDS}
     data["requirements"] = tuple(
         Requirement(r["key"], r["operator"], tuple(r["values"]), r.get("min_values"))
         for r in data.get("requirements", ())

@@ -43,7 +43,7 @@ FUNCTIONS = (
     FunctionSpec("interruption", "longshore.handlers.interruption.handler",
                  "Longshore interruption handler: spot, rebalance, health and state-change messages", 512, 30),
     FunctionSpec("steps", "longshore.handlers.workflow_steps.handler",
-                 "Longshore workflow steps: cordon, drain, terminate (called by the state machines)", 512, 120),
+                 "Longshore workflow steps: launch replacements, cordon, drain, terminate (called by the state machines)", 1024, 120),
 )  # fmt: skip
 POWERTOOLS_LOG_LEVEL = "INFO"
 

@@ -1,0 +1,137 @@
+"""`make bench`: run every workload through the engine and the baseline, against the LP lower bound.
+
+For each workload it prints one table row and writes everything to `bench/results/<timestamp>.json` (and
+`latest.json`): the lower bound (fluid LP through HiGHS; the cheaper cover LP for the Karpenter mix, whose
+thousands of per-node caps make the class LP slow), the engine's cost ÷ bound, the baseline's cost ÷ bound,
+solve times, pods per second, and the engine's peak Python memory (tracemalloc, measured in a second run so
+it does not slow the timed one). Every engine plan is also checked for unplaced pods.
+
+Usage: `python -m bench.run [--quick]` (`--quick` skips the 20,000-pod cases).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import time
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.baseline import greedy
+from bench.lower_bound import LowerBound, cover_bound, fluid_bound
+from bench.workloads import CLASS, Workload, constrained_mix, deployment_mix, karpenter_mix
+from longshore.core.scheduling import Plan, SchedulingInput, solve
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _cases(quick: bool) -> list[tuple[Callable[[], Workload], str]]:
+    sizes = (100, 1000, 5000) if quick else (100, 1000, 5000, 20000)
+    cases: list[tuple[Callable[[], Workload], str]] = [
+        ((lambda n=n: karpenter_mix(n)), "cover") for n in sizes
+    ]
+    for n in (1000, 5000) if quick else (1000, 5000, 20000):
+        cases.append(((lambda n=n: deployment_mix(n, spot_zones=False)), "fluid"))
+        cases.append(((lambda n=n: deployment_mix(n, spot_zones=True)), "fluid"))
+    cases += [((lambda: constrained_mix(1000)), "fluid"), ((lambda: constrained_mix(5000)), "fluid")]
+    return cases
+
+
+def _solve(workload: Workload) -> tuple[Plan, float]:
+    inp = SchedulingInput(
+        pods=workload.pods, pools=workload.pools, node_classes=(CLASS,), catalog=workload.catalog
+    )
+    gc.collect()
+    start = time.perf_counter()
+    plan = solve(inp)
+    return plan, time.perf_counter() - start
+
+
+def _peak_mib(workload: Workload) -> float:
+    inp = SchedulingInput(
+        pods=workload.pods, pools=workload.pools, node_classes=(CLASS,), catalog=workload.catalog
+    )
+    gc.collect()
+    tracemalloc.start()
+    solve(inp)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 2**20
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    header = (
+        f"{'workload':<26} {'pods':>6} {'types':>5} {'bound $/h':>10} {'ours/LB':>8} {'base/LB':>8} "
+        f"{'ours s':>7} {'base s':>7} {'speedup':>7} {'pods/s':>8} {'peak MiB':>8} {'LB s':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for build, bound_kind in _cases(quick):
+        workload = build()
+        bound: LowerBound = cover_bound(workload) if bound_kind == "cover" else fluid_bound(workload)
+        plan, seconds = _solve(workload)
+        start = time.perf_counter()
+        base = greedy(workload)
+        base_seconds = time.perf_counter() - start
+        peak = _peak_mib(workload) if workload.size >= 20000 else None
+        row = {
+            "workload": workload.name,
+            "pods": workload.size,
+            "instance_types": len(workload.catalog),
+            "bound": bound_kind,
+            "lower_bound_per_hour": round(bound.cost, 4),
+            "lower_bound_seconds": round(bound.seconds, 3),
+            "cost_per_hour": round(plan.cost_per_hour, 4),
+            "ratio": round(plan.cost_per_hour / bound.cost, 4),
+            "nodes": len(plan.new_claims),
+            "unschedulable": len(plan.unschedulable),
+            "seconds": round(seconds, 4),
+            "pods_per_second": round(workload.size / seconds),
+            "baseline_cost_per_hour": round(base.cost, 4),
+            "baseline_ratio": round(base.cost / bound.cost, 4),
+            "baseline_nodes": base.nodes,
+            "baseline_seconds": round(base_seconds, 4),
+            "speedup": round(base_seconds / seconds, 2),
+            "peak_mib": round(peak, 1) if peak is not None else None,
+        }
+        rows.append(row)
+        print(
+            f"{row['workload']:<26} {row['pods']:>6} {row['instance_types']:>5} {bound.cost:>10.3f} "
+            f"{row['ratio']:>8.4f} {row['baseline_ratio']:>8.4f} {seconds:>7.3f} {base_seconds:>7.3f} "
+            f"{row['speedup']:>7.1f} {row['pods_per_second']:>8} "
+            f"{(f'{peak:.0f}' if peak is not None else '-'):>8} {bound.seconds:>6.2f}",
+            flush=True,
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the 20,000-pod cases")
+    args = parser.parse_args()
+    started = datetime.now(UTC)
+    rows = run(quick=args.quick)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    document = {
+        "date": started.isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+        },
+        "results": rows,
+    }
+    text = json.dumps(document, indent=2)
+    (RESULTS / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json").write_text(text + "\n", encoding="utf-8")
+    (RESULTS / "latest.json").write_text(text + "\n", encoding="utf-8")
+    print(f"\nwritten to {RESULTS / 'latest.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Resource shadow prices: what a unit of cpu, memory or pod slot is worth, from the fluid LP's dual.
+
+Theory of operation: for a set of pods with total demand D (per resource) and bin types t with room C_t
+and hourly price p_t, the fluid relaxation of packing is
+
+    primal  min  sum_t p_t y_t   s.t.  sum_t C_t y_t >= D,  y >= 0
+    dual    max  D . pi          s.t.  C_t . pi <= p_t for every t,  pi >= 0
+
+The dual has one variable per resource (3 or 4) and one constraint per bin type, and `pi = 0` is feasible,
+so a textbook primal simplex on the dual starts from the slack basis. We keep the tableau in Tucker form
+(rows = constraints, columns = the few nonbasic variables), so a pivot costs O(types x resources) and a
+solve takes a handful of pivots. `pi . d` is then the fluid cost of a pod with requests d: the packer uses
+it as the pod's value, so "value packed / price" measures how close a node comes to the LP optimum, and
+the LP bound of the whole batch is `D . pi`. Resources are scaled by their total demand for stability.
+Pure Python, no dependencies; Bland's rule keeps it from cycling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+_EPS = 1e-12
+
+
+def resource_prices(
+    demand: Sequence[float], capacities: Sequence[Sequence[float]], prices: Sequence[float]
+) -> tuple[float, ...]:
+    """Shadow price per unit of each resource (same units as `demand`); zeros when nothing is demanded.
+
+    `capacities[t][r]` is bin type t's room for resource r and `prices[t]` its hourly price."""
+    dims = len(demand)
+    active = [r for r in range(dims) if demand[r] > 0]
+    if not active or not capacities:
+        return tuple(0.0 for _ in range(dims))
+    scale = {r: demand[r] for r in active}
+    # Tucker tableau: s_i = b_i - sum_j a_ij x_j ; z = z0 + sum_j c_j x_j
+    rows = [[capacities[t][r] / scale[r] for r in active] for t in range(len(capacities))]  # pi_r = x_r / D_r
+    rhs = [float(p) for p in prices]
+    objective = [1.0 for _ in active]  # scaled demand is 1 per resource
+    col_var = list(range(len(active)))  # variable ids: 0..k-1 structural, k+i slack of row i
+    row_var = [len(active) + i for i in range(len(rows))]
+    k = len(active)
+    for _ in range(200):
+        candidates = [j for j in range(k) if objective[j] > _EPS]
+        if not candidates:
+            break
+        enter = min(candidates, key=lambda j: col_var[j])  # Bland
+        best_row = -1
+        best_ratio = 0.0
+        for i, row in enumerate(rows):
+            a = row[enter]
+            if a > _EPS:
+                ratio = rhs[i] / a
+                if (
+                    best_row < 0
+                    or ratio < best_ratio - _EPS
+                    or (abs(ratio - best_ratio) <= _EPS and row_var[i] < row_var[best_row])
+                ):
+                    best_row, best_ratio = i, ratio
+        if best_row < 0:
+            break  # unbounded: a demanded resource no bin offers; leave its price at what we have
+        _pivot(rows, rhs, objective, best_row, enter)
+        col_var[enter], row_var[best_row] = row_var[best_row], col_var[enter]
+    values = [0.0] * k
+    for i, var in enumerate(row_var):
+        if var < k:
+            values[var] = rhs[i]
+    result = [0.0] * dims
+    for position, r in enumerate(active):
+        result[r] = values[position] / scale[r]
+    return tuple(result)
+
+
+def _pivot(rows: list[list[float]], rhs: list[float], objective: list[float], r: int, c: int) -> None:
+    pivot_row = rows[r]
+    a = pivot_row[c]
+    inv = 1.0 / a
+    width = len(pivot_row)
+    new_pivot_row = [value * inv for value in pivot_row]
+    new_pivot_row[c] = inv
+    rhs_r = rhs[r] * inv
+    for i, row in enumerate(rows):
+        if i == r:
+            continue
+        factor = row[c]
+        if factor == 0.0:
+            continue
+        for j in range(width):
+            if j != c:
+                row[j] -= factor * new_pivot_row[j]
+        row[c] = -factor * inv
+        rhs[i] -= factor * rhs_r
+    factor = objective[c]
+    for j in range(width):
+        if j != c:
+            objective[j] -= factor * new_pivot_row[j]
+    objective[c] = -factor * inv
+    rows[r] = new_pivot_row
+    rhs[r] = rhs_r

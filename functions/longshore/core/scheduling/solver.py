@@ -1,0 +1,921 @@
+"""The scheduler: place pending pods on existing nodes, in-flight claims, then new claims priced at least cost.
+
+Theory of operation. `solve(SchedulingInput) -> Plan` runs five phases over *pod classes* (identical pods
+grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
+
+1. *Variants.* Each class gets the strictest relaxation state (`podreqs.ladder`) that some existing node or
+   some pool could ever host (taints, requirements, a type big enough, topology that can be satisfied).
+   A class no state fits is unschedulable with the reason of every pool, e.g. "pool gpu: no instance type
+   has 200Gi of memory".
+2. *Domains.* Constraints on a topology key other than the hostname (zone spread, zone (anti-)affinity,
+   spreads over custom labels such as `capacity-spread`) are decided up front: the class is split into
+   *units*, each pinned to one domain value by water-filling the counts of matching pods (existing ones plus
+   those already planned in this batch) so the skew stays within `maxSkew` (`minDomains` honoured);
+   affinity pins to a domain that already has a matching pod (or one chosen domain when the class selects
+   itself); anti-affinity, including the inverse anti-affinity of running pods, excludes domains.
+3. *Existing nodes, then in-flight claims* (initialized first, then by name): free capacity is filled
+   arithmetically per unit and node, honouring taints (startup/ephemeral ignored on nodes not yet
+   initialized), requirements, host ports, hostname anti-affinity (both directions), hostname spread and
+   hostname affinity.
+4. *New claims, pool by pool in weight order.* Units a pool can take become packer items (count, request
+   vector, the bitmask of the pool's offers they accept, per-node caps from hostname anti-affinity, spread and
+   host ports, conflicts) and `packer.pack` chooses types, zones and capacity types at least total cost within
+   the pool's limits. What a pool cannot take (limits, no fitting type) goes to the next pool.
+5. *Claims.* Each packed node becomes a `ClaimPlan` with its narrowed requirements and every compatible
+   offering cheapest first (≤ `max_instance_types` types) so a launch can fall back.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from longshore.core import labels as wk
+from longshore.core.model import Taint
+from longshore.core.pods import Pod, PodAffinityTerm, TopologySpread
+from longshore.core.quantity import format_quantity
+from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
+from longshore.core.resources import Resources
+from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
+from longshore.core.scheduling.packer import BinType, Item, Offer, pack
+from longshore.core.scheduling.plan import ClaimPlan, ExistingPlacement, OfferingOption, Plan
+from longshore.core.scheduling.podreqs import Variant, ladder, node_requirement_terms
+from longshore.core.scheduling.templates import POD_SLOT, NodeTemplate, TypeOption, build_templates
+from longshore.core.taints import scheduling_taints, tolerates, untolerated_reason
+
+HOSTNAME = wk.HOSTNAME
+_PACK_DIMS = ("cpu", "memory", "pods")
+
+
+@dataclass(slots=True)
+class _Class:
+    pods: list[Pod]
+    example: Pod
+    requests: Resources
+    labels: dict[str, str]
+    variant: Variant | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class _Unit:
+    """Pods of one class pinned to the same domains; `pods` shrinks as they are placed."""
+
+    cls: _Class
+    requirements: Requirements
+    pods: list[Pod]
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def variant(self) -> Variant:
+        assert self.cls.variant is not None
+        return self.cls.variant
+
+
+@dataclass(slots=True)
+class _NodeState:
+    node: ExistingNode
+    labels: dict[str, str]
+    free: dict[str, int]
+    pods: list[Pod]
+    taints: tuple[Taint, ...]
+    placed: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Placed:
+    """A pod (or many identical ones) the plan put somewhere, for topology counting."""
+
+    labels: dict[str, str]
+    namespace: str
+    domains: dict[str, str]  # topology key -> value (hostname included when known)
+    count: int
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+
+
+def _selects(term_selector_owner: Pod, term: PodAffinityTerm, labels: dict[str, str], namespace: str) -> bool:
+    return term.covers_namespace(term_selector_owner.namespace, namespace) and term.selector.matches(labels)
+
+
+def _spread_matches(owner: Pod, spread: TopologySpread, labels: dict[str, str], namespace: str) -> bool:
+    return namespace == owner.namespace and spread.selector.matches(labels)
+
+
+def _friendly(resource: str, amount: int) -> str:
+    text = format_quantity(resource, amount)
+    return (
+        f"{text} of {resource}"
+        if resource not in ("cpu", "pods")
+        else (f"{text} cpu" if resource == "cpu" else f"{text} pod slots")
+    )
+
+
+class _Solver:
+    def __init__(self, inp: SchedulingInput) -> None:
+        self.inp = inp
+        catalog = inp.catalog.without_offerings(inp.unavailable) if inp.unavailable else inp.catalog
+        self.templates = build_templates(inp.pools, inp.node_classes, catalog, inp.daemonsets, inp.settings)
+        self.prefer_no_schedule = any(t.effect == "PreferNoSchedule" for p in inp.pools for t in p.taints)
+        self.nodes = [self._node_state(n) for n in self._ordered(inp.nodes)]
+        self.in_flight = [self._node_state(n) for n in self._ordered(inp.in_flight)]
+        self.placed: list[_Placed] = []
+        for state in (*self.nodes, *self.in_flight):
+            for pod in state.pods:
+                if pod.counts_for_topology():
+                    self.placed.append(
+                        _Placed(
+                            pod.label_map(),
+                            pod.namespace,
+                            {**state.labels, HOSTNAME: state.node.name},
+                            1,
+                            pod.pod_anti_affinity,
+                        )
+                    )
+        self.unschedulable: list[tuple[str, str]] = []
+        self.claims: list[ClaimPlan] = []
+        self.claim_counter: dict[str, int] = {}
+        self._dims: list[str] = list(_PACK_DIMS)
+        self._offers_of: list[list[int]] = []
+        self._serving_cache: dict[tuple[str, Requirements], list[int]] = {}
+        self._universe_cache: dict[tuple[object, ...], list[str]] = {}
+        self._before_class = 0
+        self._fitting_cache: dict[tuple[object, ...], bool] = {}
+
+    # --- setup --------------------------------------------------------------------------------------------
+    @staticmethod
+    def _ordered(nodes: Iterable[ExistingNode]) -> list[ExistingNode]:
+        return sorted((n for n in nodes if not n.deleting), key=lambda n: (not n.initialized, n.name))
+
+    def _node_state(self, node: ExistingNode) -> _NodeState:
+        used: dict[str, int] = {}
+        pods = [p for p in node.pods if not p.is_terminal]
+        for pod in pods:
+            for name, amount in (pod.requests + POD_SLOT).items:
+                used[name] = used.get(name, 0) + amount
+        if node.in_flight and not any(p.is_daemonset for p in pods):
+            labels = dict(node.labels)
+            for daemon in self.inp.daemonsets:
+                if tolerates(
+                    daemon.tolerations, node.taints, ignore_prefer_no_schedule=True
+                ) and _daemon_matches(daemon, labels):
+                    for name, amount in (daemon.requests + POD_SLOT).items:
+                        used[name] = used.get(name, 0) + amount
+        free = {name: amount - used.get(name, 0) for name, amount in node.allocatable.items}
+        taints = scheduling_taints(
+            node.taints, node.startup_taints, initialized=node.initialized and not node.in_flight
+        )
+        labels = dict(node.labels)
+        labels.setdefault(HOSTNAME, node.name)
+        return _NodeState(node, labels, free, pods, taints)
+
+    def _classes(self) -> list[_Class]:
+        groups: dict[Pod, list[Pod]] = {}
+        for pod in self.inp.pods:
+            if not pod.is_provisionable():
+                continue
+            groups.setdefault(pod.placement_signature(), []).append(pod)
+        classes = [
+            _Class(
+                sorted(pods, key=lambda p: (p.created_at, p.name)),
+                sig,
+                sig.requests + POD_SLOT,
+                sig.label_map(),
+            )
+            for sig, pods in groups.items()
+        ]
+        # Karpenter's queue order: cpu, then memory, descending
+        classes.sort(key=lambda c: (-c.requests.get("cpu"), -c.requests.get("memory"), c.pods[0].key))
+        return classes
+
+    # --- phase 1: variants ----------------------------------------------------------------------------------
+    def _choose_variant(self, cls: _Class) -> None:
+        try:
+            variants = ladder(cls.example, prefer_no_schedule_exists=self.prefer_no_schedule)
+        except RequirementError as exc:
+            cls.reason = f"invalid node requirements: {exc}"
+            return
+        last_reason = ""
+        for variant in variants:
+            reason = self._infeasible(cls, variant)
+            if reason is None:
+                cls.variant = variant
+                return
+            if not last_reason:
+                last_reason = reason
+        cls.reason = last_reason
+
+    def _pool_refusal(
+        self, template: NodeTemplate, cls: _Class, variant: Variant, requirements: Requirements | None = None
+    ) -> str | None:
+        """Why this pool can never host the class (None when it can)."""
+        name = f"pool {template.name}"
+        if template.problem:
+            return template.problem
+        taint_reason = untolerated_reason(
+            cls.example.tolerations,
+            [
+                t
+                for t in template.taints
+                if not (variant.tolerate_prefer_no_schedule and t.effect == "PreferNoSchedule")
+            ],
+            subject=name,
+        )
+        if taint_reason:
+            return f"{name}: {taint_reason}"
+        wanted = requirements or variant.requirements
+        admission = template.requirements.admission_failure(wanted, subject=name)
+        if admission:
+            return f"{name}: {admission}"
+        merged = template.requirements.intersect(wanted)
+        compatible = [template.options[i] for i in self._serving(template, merged)]
+        if not compatible:
+            return f"{name}: no instance type satisfies {merged.without(wk.NODEPOOL).describe()}"
+        fit_key = (template.name, merged, cls.requests, cls.example.host_ports)
+        known = self._fitting_cache.get(fit_key)
+        if known:
+            return None
+        fitting = [o for o in compatible if cls.requests.fits(o.room)]
+        if not fitting:
+            for resource, amount in cls.requests.items:
+                largest = max(o.room.get(resource) for o in compatible)
+                if largest < amount:
+                    return (
+                        f"{name}: no instance type has {_friendly(resource, amount)} "
+                        f"(the largest has {format_quantity(resource, max(largest, 0))} after overhead and DaemonSets)"
+                    )
+            return f"{name}: no instance type has room for the pod's requests"
+        ports = set(cls.example.host_ports)
+        if ports and all(any(p.conflicts(q) for p in ports for q in o.daemon_ports) for o in fitting):
+            return f"{name}: a DaemonSet already uses the pod's host ports on every instance type"
+        self._fitting_cache[fit_key] = True
+        return None
+
+    @staticmethod
+    def _type_serves(option: TypeOption, requirements: Requirements) -> bool:
+        if not option.instance_type.requirements().compatible(requirements):
+            return False
+        return any(o.allowed_by(requirements) for o in option.offerings)
+
+    def _serving(self, template: NodeTemplate, requirements: Requirements) -> list[int]:
+        """Indexes of the template's types that serve `requirements` (memoised: classes share them)."""
+        key = (template.name, requirements)
+        found = self._serving_cache.get(key)
+        if found is None:
+            found = [i for i, o in enumerate(template.options) if self._type_serves(o, requirements)]
+            self._serving_cache[key] = found
+        return found
+
+    def _infeasible(self, cls: _Class, variant: Variant) -> str | None:
+        topology = self._topology_refusal(cls, variant)
+        if topology:
+            return topology
+        for state in (*self.nodes, *self.in_flight):
+            if self._node_admits(state, cls, variant, variant.requirements) and cls.requests.fits(
+                state.node.allocatable
+            ):
+                return None
+        reasons = []
+        for template in self.templates:
+            refusal = self._pool_refusal(template, cls, variant)
+            if refusal is None:
+                return None
+            reasons.append(refusal)
+        if not reasons:
+            return "no node pool is configured and no existing node can run it"
+        return "; ".join(reasons)
+
+    def _topology_refusal(self, cls: _Class, variant: Variant) -> str | None:
+        for term in variant.affinity:
+            if term.topology_key == HOSTNAME:
+                continue
+            if not self._self_selects(cls, term) and not self._domains_with(cls.example, term):
+                return (
+                    f"pod affinity on {term.topology_key} to pods matching {term.selector.describe()}: "
+                    "no such pod is running"
+                )
+        for term in variant.affinity:
+            if (
+                term.topology_key == HOSTNAME
+                and not self._self_selects(cls, term)
+                and not any(_selects(cls.example, term, p.labels, p.namespace) for p in self.placed)
+            ):
+                return (
+                    f"pod affinity on {HOSTNAME} to pods matching {term.selector.describe()}: "
+                    "no such pod is running"
+                )
+        return None
+
+    @staticmethod
+    def _self_selects(cls: _Class, term: PodAffinityTerm) -> bool:
+        return _selects(cls.example, term, cls.labels, cls.example.namespace)
+
+    def _domains_with(self, owner: Pod, term: PodAffinityTerm) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for placed in self.placed:
+            value = placed.domains.get(term.topology_key)
+            if value is not None and _selects(owner, term, placed.labels, placed.namespace):
+                counts[value] = counts.get(value, 0) + placed.count
+        return counts
+
+    # --- phase 2: domains -----------------------------------------------------------------------------------
+    def _universe(self, cls: _Class, requirements: Requirements, key: str) -> list[str]:
+        cache_key = (cls.requests, cls.example.tolerations, requirements, key)
+        found = self._universe_cache.get(cache_key)
+        if found is None:
+            found = self._compute_universe(cls, requirements, key)
+            self._universe_cache[cache_key] = found
+        return list(found)
+
+    def _compute_universe(self, cls: _Class, requirements: Requirements, key: str) -> list[str]:
+        values: set[str] = set()
+        variant = cls.variant
+        assert variant is not None
+        for template in self.templates:
+            if self._pool_refusal(template, cls, variant, requirements) is not None:
+                continue
+            merged = template.requirements.intersect(requirements)
+            if key == wk.ZONE:
+                for option in template.options:
+                    if cls.requests.fits(option.room) and option.instance_type.requirements().compatible(
+                        merged
+                    ):
+                        values.update(o.zone for o in option.offerings if o.allowed_by(merged))
+            else:
+                allowed = merged.values(key)
+                if allowed:
+                    values.update(allowed)
+        for state in (*self.nodes, *self.in_flight):
+            value = state.labels.get(key)
+            if value is not None and requirements.matches(state.labels):
+                values.add(value)
+        return sorted(v for v in values if requirements.allows(key, v))
+
+    def _units(self, cls: _Class) -> list[_Unit]:
+        variant = cls.variant
+        assert variant is not None
+        units = [_Unit(cls, variant.requirements, list(cls.pods))]
+        self._before_class = len(self.placed)
+        for term in variant.anti_affinity:
+            if term.topology_key != HOSTNAME:
+                units = [u for unit in units for u in self._split_anti(unit, term)]
+        units = [u for unit in units for u in self._split_inverse_anti(unit)]
+        for term in variant.affinity:
+            if term.topology_key != HOSTNAME:
+                units = [u for unit in units for u in self._split_affinity(unit, term)]
+        for spread in variant.spreads:
+            if spread.topology_key != HOSTNAME:
+                units = [u for unit in units for u in self._split_spread(unit, spread)]
+        return [u for u in units if u.pods]
+
+    def _pin(self, unit: _Unit, key: str, value: str, count: int) -> _Unit:
+        pods, unit.pods = unit.pods[:count], unit.pods[count:]
+        pinned = _Unit(
+            unit.cls, unit.requirements.intersect(Requirements((KeyRequirement.in_(key, (value,)),))), pods
+        )
+        self.placed.append(
+            _Placed(
+                unit.cls.labels,
+                unit.cls.example.namespace,
+                {key: value},
+                len(pods),
+                unit.variant.anti_affinity,
+            )
+        )
+        return pinned
+
+    def _fail(self, unit: _Unit, reason: str) -> None:
+        for pod in unit.pods:
+            self.unschedulable.append((pod.key, reason))
+        unit.pods = []
+
+    def _split_spread(self, unit: _Unit, spread: TopologySpread) -> list[_Unit]:
+        key = spread.topology_key
+        owner = unit.cls.example
+        domains = self._universe(unit.cls, unit.requirements, key)
+        if not domains:
+            self._fail(unit, f"topology spread on {key}: no eligible {key} value")
+            return []
+        counts = dict.fromkeys(domains, 0)
+        for placed in self.placed:
+            value = placed.domains.get(key)
+            if value in counts and _spread_matches(owner, spread, placed.labels, placed.namespace):
+                counts[value] += placed.count
+        self_matches = _spread_matches(owner, spread, unit.cls.labels, owner.namespace)
+        below_min_domains = spread.min_domains is not None and len(domains) < spread.min_domains
+        heap = [(counts[d], index, d) for index, d in enumerate(domains)]
+        heapq.heapify(heap)
+        quota = dict.fromkeys(domains, 0)
+        total = len(unit.pods)
+        assigned = 0
+        while assigned < total:
+            count, index, domain = heap[0]
+            floor = 0 if below_min_domains else count
+            if count + (1 if self_matches else 0) - floor > spread.max_skew:
+                break
+            quota[domain] += 1
+            assigned += 1
+            heapq.heapreplace(heap, (count + (1 if self_matches else 0), index, domain))
+        units = [self._pin(unit, key, d, quota[d]) for d in domains if quota[d]]
+        if unit.pods:
+            reason = (
+                f"topology spread on {key} (maxSkew {spread.max_skew}"
+                + (
+                    f", minDomains {spread.min_domains}, only {len(domains)} eligible"
+                    if below_min_domains
+                    else ""
+                )
+                + ") cannot place more pods"
+            )
+            self._fail(unit, reason)
+        return units
+
+    def _split_affinity(self, unit: _Unit, term: PodAffinityTerm) -> list[_Unit]:
+        key = term.topology_key
+        owner = unit.cls.example
+        domains = self._universe(unit.cls, unit.requirements, key)
+        with_pods = [d for d, n in sorted(self._domains_with(owner, term).items()) if n > 0 and d in domains]
+        if with_pods:
+            if len(with_pods) == 1:
+                return [self._pin(unit, key, with_pods[0], len(unit.pods))]
+            unit.requirements = unit.requirements.intersect(
+                Requirements((KeyRequirement.in_(key, with_pods),))
+            )
+            return [unit]
+        if self._self_selects(unit.cls, term) and domains:
+            return [self._pin(unit, key, domains[0], len(unit.pods))]
+        self._fail(
+            unit, f"pod affinity on {key} to pods matching {term.selector.describe()}: no eligible domain"
+        )
+        return []
+
+    def _split_anti(self, unit: _Unit, term: PodAffinityTerm) -> list[_Unit]:
+        key = term.topology_key
+        owner = unit.cls.example
+        domains = self._universe(unit.cls, unit.requirements, key)
+        taken = self._domains_with(owner, term)
+        free = [d for d in domains if not taken.get(d)]
+        if not self._self_selects(unit.cls, term):
+            if not free:
+                self._fail(
+                    unit,
+                    f"pod anti-affinity on {key}: every domain has a pod matching {term.selector.describe()}",
+                )
+                return []
+            unit.requirements = unit.requirements.intersect(Requirements((KeyRequirement.in_(key, free),)))
+            return [unit]
+        units = [self._pin(unit, key, d, 1) for d in free[: len(unit.pods)]]
+        if unit.pods:
+            self._fail(unit, f"pod anti-affinity on {key}: only {len(free)} {key} domains are free")
+        return units
+
+    def _split_inverse_anti(self, unit: _Unit) -> list[_Unit]:
+        """Running (or planned) pods whose required anti-affinity selects this class exclude their domains."""
+        labels, namespace = unit.cls.labels, unit.cls.example.namespace
+        excluded: dict[str, set[str]] = {}
+        for placed in self.placed[: self._before_class]:  # not this class's own pinned siblings
+            for term in placed.anti_affinity:
+                if term.topology_key == HOSTNAME:
+                    continue
+                value = placed.domains.get(term.topology_key)
+                if value is None:
+                    continue
+                own = term.namespaces or (placed.namespace,)
+                if (term.all_namespaces or namespace in own) and term.selector.matches(labels):
+                    excluded.setdefault(term.topology_key, set()).add(value)
+        for key, values in excluded.items():
+            unit.requirements = unit.requirements.intersect(
+                Requirements((KeyRequirement.make(key, True, values),))
+            )
+        return [unit]
+
+    # --- phase 3: existing nodes ----------------------------------------------------------------------------
+    def _node_admits(
+        self, state: _NodeState, cls: _Class, variant: Variant, requirements: Requirements
+    ) -> bool:
+        taints = [
+            t
+            for t in state.taints
+            if not (variant.tolerate_prefer_no_schedule and t.effect == "PreferNoSchedule")
+        ]
+        if not tolerates(cls.example.tolerations, taints):
+            return False
+        return requirements.matches(state.labels)
+
+    def _node_room(self, state: _NodeState, unit: _Unit) -> int:
+        cls = unit.cls
+        variant = unit.variant
+        if not self._node_admits(state, cls, variant, unit.requirements):
+            return 0
+        limit = len(unit.pods)
+        for name, amount in cls.requests.items:
+            if amount > 0:
+                limit = min(limit, state.free.get(name, 0) // amount)
+        if limit <= 0:
+            return 0
+        owner = cls.example
+        for port in owner.host_ports:
+            if any(port.conflicts(q) for p in state.pods for q in p.host_ports):
+                return 0
+            limit = min(limit, 1)
+        host = state.node.name
+        for term in variant.anti_affinity:
+            if term.topology_key == HOSTNAME:
+                if any(
+                    _selects(owner, term, p.label_map(), p.namespace)
+                    for p in state.pods
+                    if p.counts_for_topology()
+                ):
+                    return 0
+                if self._self_selects(cls, term):
+                    limit = min(limit, 1)
+        for placed in self.placed:  # inverse anti-affinity of pods on this node
+            if placed.domains.get(HOSTNAME) != host:
+                continue
+            for term in placed.anti_affinity:
+                if (
+                    term.topology_key == HOSTNAME
+                    and term.selector.matches(cls.labels)
+                    and (term.all_namespaces or owner.namespace in (term.namespaces or (placed.namespace,)))
+                ):
+                    return 0
+        for spread in variant.spreads:
+            if spread.topology_key == HOSTNAME:
+                present = sum(
+                    1
+                    for p in state.pods
+                    if p.counts_for_topology() and _spread_matches(owner, spread, p.label_map(), p.namespace)
+                )
+                if _spread_matches(owner, spread, cls.labels, owner.namespace):
+                    limit = min(limit, spread.max_skew - present)
+                elif present + 1 > spread.max_skew:
+                    return 0
+        for term in variant.affinity:
+            if term.topology_key == HOSTNAME and not any(
+                _selects(owner, term, p.label_map(), p.namespace)
+                for p in state.pods
+                if p.counts_for_topology()
+            ):
+                return 0
+        return max(limit, 0)
+
+    def _place_on_nodes(self, units: list[_Unit], states: list[_NodeState]) -> None:
+        for unit in units:
+            for state in states:
+                if not unit.pods:
+                    break
+                count = self._node_room(state, unit)
+                if count <= 0:
+                    continue
+                pods, unit.pods = unit.pods[:count], unit.pods[count:]
+                for name, amount in unit.cls.requests.items:
+                    state.free[name] = state.free.get(name, 0) - amount * count
+                state.pods.extend(pods)
+                state.placed.extend(p.key for p in pods)
+                self.placed.append(
+                    _Placed(
+                        unit.cls.labels,
+                        unit.cls.example.namespace,
+                        {**state.labels, HOSTNAME: state.node.name},
+                        count,
+                        unit.variant.anti_affinity,
+                    )
+                )
+
+    # --- phase 4: new claims ----------------------------------------------------------------------------------
+    def _launch(self, units: list[_Unit]) -> None:
+        for template in self.templates:
+            pending = [u for u in units if u.pods]
+            if not pending:
+                return
+            takers = []
+            for unit in pending:
+                refusal = self._pool_refusal(template, unit.cls, unit.variant, unit.requirements)
+                if refusal is None:
+                    takers.append(unit)
+                else:
+                    unit.reasons.append(refusal)
+            if takers:
+                self._pack_pool(template, takers)
+        for unit in units:
+            if unit.pods:
+                reason = "; ".join(dict.fromkeys(unit.reasons)) or "no node pool can run it"
+                self._fail(unit, reason)
+
+    def _pack_pool(self, template: NodeTemplate, units: list[_Unit]) -> None:
+        dims = list(_PACK_DIMS)
+        for unit in units:
+            for name in unit.cls.requests.names():
+                if name not in dims:
+                    dims.append(name)
+        self._dims = dims
+        options = template.options
+        offers: list[Offer] = []
+        offer_option: list[TypeOption] = []
+        self._offers_of = []
+        for type_index, option in enumerate(options):
+            own = []
+            for offering in option.offerings:
+                own.append(len(offers))
+                offers.append(Offer(type_index, offering.zone, offering.capacity_type, offering.price))
+                offer_option.append(option)
+            self._offers_of.append(own)
+        limit_names = [name for name, _ in template.pool.limits.items]
+        usage = self.inp.usage_of(template.name)
+        limit_room = (
+            [template.pool.limits.get(n) - usage.get(n) for n in limit_names] if limit_names else None
+        )
+        types = [
+            BinType(
+                option.name,
+                tuple(max(0, option.room.get(d)) for d in dims),
+                tuple((option.capacity + Resources.of({"nodes": 1})).get(n) for n in limit_names),
+            )
+            for option in options
+        ]
+        mask_cache: dict[Requirements, int] = {}
+        items: list[Item] = []
+        for unit in units:
+            merged = template.requirements.intersect(unit.requirements)
+            mask = mask_cache.get(merged)
+            if mask is None:
+                mask = 0
+                serving = set(self._serving(template, merged))
+                serves = {i: i in serving for i in range(len(options))}
+                for index, offer in enumerate(offers):
+                    if (
+                        serves[offer.type_index]
+                        and options[offer.type_index].offerings
+                        and offer_allowed(offer, merged)
+                    ):
+                        mask |= 1 << index
+                mask_cache[merged] = mask
+            ports = unit.cls.example.host_ports
+            if ports:
+                for index in range(len(offers)):
+                    if mask >> index & 1 and any(
+                        p.conflicts(q) for p in ports for q in offer_option[index].daemon_ports
+                    ):
+                        mask &= ~(1 << index)
+            items.append(Item(len(unit.pods), tuple(unit.cls.requests.get(d) for d in dims), mask))
+        items = self._hostname_constraints(units, items)
+        result = pack(items, types, offers, limit_room)
+        rooms = [t.room for t in types]
+        for node in result.nodes:
+            fallback = self._fallback(items, offers, options, rooms, node.offer, node.contents)
+            for _ in range(node.replicas):
+                self._claim(template, units, offers, options, node.offer, node.contents, fallback)
+        for k, unit in enumerate(units):
+            if unit.pods:
+                unit.reasons.append(
+                    self._leftover_reason(
+                        template,
+                        unit,
+                        k in result.limit_blocked,
+                        limit_names,
+                        list(result.limit_room or ()),
+                        types,
+                    )
+                )
+
+    def _hostname_constraints(self, units: list[_Unit], items: list[Item]) -> list[Item]:
+        caps = [0] * len(units)
+        groups: list[list[tuple[int, int]]] = [[] for _ in units]
+        conflicts: list[set[int]] = [set() for _ in units]
+        together = [False] * len(units)
+        group_ids: dict[tuple[object, ...], int] = {}
+        for k, unit in enumerate(units):
+            owner = unit.cls.example
+            variant = unit.variant
+            for term in variant.anti_affinity:
+                if term.topology_key != HOSTNAME:
+                    continue
+                matched = {
+                    j
+                    for j, other in enumerate(units)
+                    if _selects(owner, term, other.cls.labels, other.cls.example.namespace)
+                }
+                holders = {j for j, other in enumerate(units) if term in other.variant.anti_affinity}
+                if matched and matched == holders:
+                    gid = group_ids.setdefault(("anti", term, owner.namespace), len(group_ids))
+                    if (gid, 1) not in groups[k]:
+                        groups[k].append((gid, 1))
+                    continue
+                if k in matched:
+                    caps[k] = 1
+                for j in matched - {k}:
+                    conflicts[k].add(j)
+                    conflicts[j].add(k)
+            for spread in variant.spreads:
+                if spread.topology_key != HOSTNAME:
+                    continue
+                gid = group_ids.setdefault(("spread", spread, owner.namespace), len(group_ids))
+                members = [
+                    j
+                    for j, other in enumerate(units)
+                    if j == k or _spread_matches(owner, spread, other.cls.labels, other.cls.example.namespace)
+                ]
+                for j in members:
+                    if (gid, spread.max_skew) not in groups[j]:
+                        groups[j].append((gid, spread.max_skew))
+            for term in variant.affinity:
+                if term.topology_key == HOSTNAME and self._self_selects(unit.cls, term):
+                    together[k] = True
+            if owner.host_ports:
+                caps[k] = 1
+                for j, other in enumerate(units):
+                    if j != k and any(
+                        p.conflicts(q) for p in owner.host_ports for q in other.cls.example.host_ports
+                    ):
+                        conflicts[k].add(j)
+        return [
+            Item(
+                item.count,
+                item.demand,
+                item.offers,
+                caps[k],
+                tuple(groups[k]),
+                frozenset(conflicts[k]),
+                together[k],
+            )
+            for k, item in enumerate(items)
+        ]
+
+    def _leftover_reason(
+        self,
+        template: NodeTemplate,
+        unit: _Unit,
+        limited: bool,
+        names: list[str],
+        room: list[int] | None,
+        types: list[BinType],
+    ) -> str:
+        name = f"pool {template.name}"
+        if limited and room is not None:
+            fitting = [
+                t
+                for t in types
+                if all(
+                    r >= d
+                    for r, d in zip(t.room, (unit.cls.requests.get(x) for x in self._dims), strict=True)
+                )
+            ]
+            for position, resource in enumerate(names):
+                smallest = min((t.limit_usage[position] for t in fitting), default=0)
+                if room[position] < smallest:
+                    limit = template.pool.limits.get(resource)
+                    return f"{name}: {resource} limit {format_quantity(resource, limit)} reached"
+            return f"{name}: its limits are reached"
+        if any(t.topology_key == HOSTNAME for t in unit.variant.affinity):
+            return f"{name}: pods with hostname affinity must share one node and do not fit on one"
+        return f"{name}: no instance type can take the pod next to its constraints"
+
+    def _fallback(
+        self,
+        items: list[Item],
+        offers: list[Offer],
+        options: tuple[TypeOption, ...],
+        rooms: list[tuple[int, ...]],
+        offer_index: int,
+        contents: tuple[tuple[int, int], ...],
+    ) -> tuple[OfferingOption, ...]:
+        """Every offering all the node's pods accept whose type holds them, cheapest first, <= N types."""
+        mask = -1
+        load = [0] * len(rooms[0]) if rooms else []
+        for k, count in contents:
+            mask &= items[k].offers
+            for r, amount in enumerate(items[k].demand):
+                load[r] += amount * count
+        rows: list[tuple[float, int, str, str, str]] = []
+        for type_index, option in enumerate(options):
+            if not all(a >= b for a, b in zip(rooms[type_index], load, strict=True)):
+                continue
+            for index in self._offers_of[type_index]:
+                if mask >> index & 1:
+                    offer = offers[index]
+                    rows.append(
+                        (
+                            offer.price,
+                            0 if index == offer_index else 1,
+                            option.name,
+                            offer.zone,
+                            offer.capacity_type,
+                        )
+                    )
+        rows.sort()
+        names: list[str] = []
+        for row in rows:
+            if row[2] not in names:
+                names.append(row[2])
+                if len(names) >= self.inp.max_instance_types:
+                    break
+        kept = set(names)
+        return tuple(
+            OfferingOption(name, zone, ct, price) for price, _, name, zone, ct in rows if name in kept
+        )
+
+    def _claim(
+        self,
+        template: NodeTemplate,
+        units: list[_Unit],
+        offers: list[Offer],
+        options: tuple[TypeOption, ...],
+        offer_index: int,
+        contents: tuple[tuple[int, int], ...],
+        fallback: tuple[OfferingOption, ...],
+    ) -> None:
+        pods: list[Pod] = []
+        requirements = template.requirements
+        load = Resources()
+        for k, count in contents:
+            unit = units[k]
+            taken, unit.pods = unit.pods[:count], unit.pods[count:]
+            pods.extend(taken)
+            requirements = requirements.intersect(unit.requirements)
+            load = load + unit.cls.requests.scale(len(taken))
+        chosen = offers[offer_index]
+        chosen_option = options[chosen.type_index]
+        type_names = list(dict.fromkeys(o.instance_type for o in fallback))
+        requirements = requirements.intersect(
+            Requirements(
+                (
+                    KeyRequirement.in_(wk.INSTANCE_TYPE, type_names),
+                    KeyRequirement.in_(wk.CAPACITY_TYPE, {o.capacity_type for o in fallback}),
+                    KeyRequirement.in_(wk.ZONE, {o.zone for o in fallback}),
+                )
+            )
+        )
+        number = self.claim_counter.get(template.name, 0) + 1
+        self.claim_counter[template.name] = number
+        name = f"{template.name}-{number}"
+        labels = {**dict(template.labels), **requirements.single_values()}
+        self.claims.append(
+            ClaimPlan(
+                name=name,
+                nodepool=template.name,
+                node_class=template.node_class.name,
+                requirements=requirements,
+                instance_types=tuple(type_names),
+                offerings=fallback,
+                instance_type=chosen_option.name,
+                zone=chosen.zone,
+                capacity_type=chosen.capacity_type,
+                price_per_hour=chosen.price,
+                pods=tuple(p.key for p in pods),
+                allocatable=chosen_option.allocatable,
+                daemonset_overhead=chosen_option.daemon_overhead,
+                requests=load,
+                labels=tuple(sorted(labels.items())),
+                taints=template.taints,
+                startup_taints=template.startup_taints,
+            )
+        )
+        domains = {**labels, wk.ZONE: chosen.zone, wk.CAPACITY_TYPE: chosen.capacity_type, HOSTNAME: name}
+        for k, count in contents:
+            unit = units[k]
+            self.placed.append(
+                _Placed(
+                    unit.cls.labels, unit.cls.example.namespace, domains, count, unit.variant.anti_affinity
+                )
+            )
+
+    # --- driver -----------------------------------------------------------------------------------------------
+    def run(self) -> Plan:
+        classes = self._classes()
+        units: list[_Unit] = []
+        for cls in classes:
+            self._choose_variant(cls)
+            if cls.variant is None:
+                for pod in cls.pods:
+                    self.unschedulable.append((pod.key, cls.reason or "no node pool can run it"))
+                continue
+            units.extend(self._units(cls))
+        self._place_on_nodes(units, self.nodes)
+        self._place_on_nodes(units, self.in_flight)
+        self._launch(units)
+        existing = tuple(
+            ExistingPlacement(state.node.name, tuple(state.placed), state.node.in_flight)
+            for state in (*self.nodes, *self.in_flight)
+            if state.placed
+        )
+        order = {pod.key: index for index, pod in enumerate(self.inp.pods)}
+        unschedulable = tuple(sorted(self.unschedulable, key=lambda row: order.get(row[0], 0)))
+        return Plan(tuple(self.claims), existing, unschedulable)
+
+
+def offer_allowed(offer: Offer, requirements: Requirements) -> bool:
+    return requirements.allows(wk.ZONE, offer.zone) and requirements.allows(
+        wk.CAPACITY_TYPE, offer.capacity_type
+    )
+
+
+def _daemon_matches(daemon: Pod, labels: dict[str, str]) -> bool:
+    try:
+        return any(term.matches(labels) for term in node_requirement_terms(daemon))
+    except RequirementError:
+        return False
+
+
+def solve(inp: SchedulingInput) -> Plan:
+    """Plan where every pending pod runs (see the module docstring)."""
+    return _Solver(inp).run()

@@ -1,0 +1,80 @@
+"""The numeric core: resource prices equal the LP dual, and packing never overfills a node."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from longshore.core.scheduling.duals import resource_prices
+from longshore.core.scheduling.packer import BinType, Item, Offer, pack
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_resource_prices_reach_the_lp_optimum(seed):
+    rng = random.Random(seed)
+    capacities = [(rng.randint(1, 64), rng.randint(1, 512), rng.randint(10, 200)) for _ in range(60)]
+    prices = [c[0] * rng.uniform(0.03, 0.05) + c[1] * rng.uniform(0.002, 0.006) for c in capacities]
+    demand = (rng.uniform(10, 500), rng.uniform(10, 2000), rng.uniform(10, 900))
+    pi = resource_prices(demand, capacities, prices)
+    dual_value = sum(p * d for p, d in zip(pi, demand, strict=True))
+    primal = linprog(
+        prices,
+        A_ub=[[-c[r] for c in capacities] for r in range(3)],
+        b_ub=[-d for d in demand],
+        method="highs",
+    )
+    assert dual_value == pytest.approx(primal.fun, rel=1e-6)
+    assert all(
+        sum(p * c for p, c in zip(pi, cap, strict=True)) <= price + 1e-9
+        for cap, price in zip(capacities, prices, strict=True)
+    )
+
+
+items_strategy = st.lists(
+    st.tuples(st.integers(1, 40), st.integers(50, 4000), st.integers(1, 8192), st.integers(0, 1)),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(items_strategy, st.integers(0, 3))
+def test_no_pattern_overcommits_and_every_placed_pod_is_counted(raw, limit_nodes):
+    types = [
+        BinType("s", (2000, 4096, 10), (1,)),
+        BinType("m", (8000, 16384, 40), (1,)),
+        BinType("l", (32000, 65536, 110), (1,)),
+    ]
+    offers = [
+        Offer(0, "a", "od", 0.1),
+        Offer(1, "a", "od", 0.38),
+        Offer(2, "a", "od", 1.5),
+        Offer(2, "b", "od", 1.4),
+    ]
+    all_offers = (1 << len(offers)) - 1
+    items = [
+        Item(count, (cpu, mem, 1), all_offers if not zone_b else 0b1000, cap=1 if count % 3 == 0 else 0)
+        for count, cpu, mem, zone_b in raw
+    ]
+    limit = [limit_nodes * 10] if limit_nodes else None
+    result = pack(items, types, offers, limit)
+    placed = [0] * len(items)
+    nodes = 0
+    for node in result.nodes:
+        room = types[offers[node.offer].type_index].room
+        load = [sum(items[k].demand[r] * c for k, c in node.contents) for r in range(3)]
+        assert all(a <= b for a, b in zip(load, room, strict=True))
+        for k, count in node.contents:
+            assert node.offer in [i for i in range(len(offers)) if items[k].offers >> i & 1]
+            if items[k].cap:
+                assert count <= items[k].cap
+            placed[k] += count * node.replicas
+        nodes += node.replicas
+    for k, item in enumerate(items):
+        assert placed[k] + result.leftover[k] == item.count
+    if limit is not None:
+        assert nodes <= limit[0]

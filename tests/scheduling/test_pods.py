@@ -1,0 +1,122 @@
+"""`pod_from_manifest`: effective requests, constraints, and errors that name the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from longshore.core.pods import PodManifestError, pod_from_manifest
+from tests.builders import pod_manifest
+
+
+def test_requests_follow_the_kube_scheduler_with_init_containers_sidecars_and_overhead():
+    manifest = pod_manifest("p", cpu="500m", memory="256Mi")
+    manifest["spec"]["initContainers"] = [
+        {
+            "name": "sidecar",
+            "restartPolicy": "Always",
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+        },
+        {"name": "migrate", "resources": {"requests": {"cpu": "2", "memory": "128Mi"}}},
+    ]
+    manifest["spec"]["overhead"] = {"cpu": "10m"}
+    pod = pod_from_manifest(manifest)
+    # cpu: max(500 + 100, 2000 + 100) + 10; memory: max(256 + 64, 128 + 64) Mi
+    assert pod.requests.get("cpu") == 2110
+    assert pod.requests.get("memory") == 320 * 2**20
+
+
+def test_limits_without_requests_become_requests():
+    manifest = pod_manifest("p", cpu=None, memory=None)
+    manifest["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    assert pod_from_manifest(manifest).requests.get("cpu") == 1000
+
+
+def test_constraints_are_parsed():
+    manifest = pod_manifest(
+        "p",
+        node_selector={"disk": "ssd"},
+        tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        spread=[
+            {
+                "maxSkew": 2,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "x"}},
+            }
+        ],
+        host_ports=[80],
+        labels={"app": "x"},
+    )
+    pod = pod_from_manifest(manifest)
+    assert dict(pod.node_selector) == {"disk": "ssd"}
+    assert pod.tolerations[0].key == "gpu"
+    assert pod.topology_spread[0].max_skew == 2
+    assert pod.host_ports[0].port == 80
+    assert (
+        pod.placement_signature()
+        == pod_from_manifest(
+            pod_manifest(
+                "other",
+                node_selector={"disk": "ssd"},
+                tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                spread=[
+                    {
+                        "maxSkew": 2,
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "labelSelector": {"matchLabels": {"app": "x"}},
+                    }
+                ],
+                host_ports=[80],
+                labels={"app": "x"},
+            )
+        ).placement_signature()
+    )
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path", "value"),
+    [
+        (
+            lambda m: m["spec"]["containers"][0]["resources"]["requests"].update(cpu="lots"),
+            "spec.containers[0].resources.requests.cpu",
+            "lots",
+        ),
+        (
+            lambda m: m["spec"].update(
+                topologySpreadConstraints=[
+                    {"maxSkew": 0, "topologyKey": "k", "whenUnsatisfiable": "DoNotSchedule"}
+                ]
+            ),
+            "spec.topologySpreadConstraints[0].maxSkew",
+            0,
+        ),
+        (
+            lambda m: m["spec"].update(tolerations=[{"key": "a", "operator": "Maybe"}]),
+            "spec.tolerations[0]",
+            None,
+        ),
+        (
+            lambda m: m["spec"].update(
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "In"}]}]
+                        }
+                    }
+                }
+            ),
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].values",
+            [],
+        ),
+    ],
+)
+def test_errors_name_the_field_and_value(mutate, path, value):
+    manifest = pod_manifest("p")
+    mutate(manifest)
+    with pytest.raises(PodManifestError) as caught:
+        pod_from_manifest(manifest)
+    assert caught.value.path == path
+    if value is not None:
+        assert caught.value.value == value

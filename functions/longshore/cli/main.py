@@ -29,7 +29,9 @@ class LazyGroup(click.Group):
     """A click group that imports each subcommand's module on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name, (module, _) in COMMANDS.items() if importlib.util.find_spec(module) is not None]
+        return [
+            name for name, (module, _) in COMMANDS.items() if importlib.util.find_spec(module) is not None
+        ]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:

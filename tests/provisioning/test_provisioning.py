@@ -1,0 +1,262 @@
+"""The provisioner end to end on the simulated world, and each fault of issue #4's list, asserting outcomes.
+
+Every test builds a `SimulatedWorld` (moto in-process, the API emulator on 127.0.0.1, virtual time) and runs
+the provisioner the way the Lambda does (`world.invoke`: passes until shortly before a virtual deadline).
+Outcomes are read from outside the system under test: pods Running in the emulator, instances in moto, Events
+posted to the API, claim records in DynamoDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from longshore.adapters.kube import cluster as kube_cluster
+from longshore.core import telemetry
+from longshore.core.claims import ORPHAN_GRACE_S, REGISTRATION_TIMEOUT_S
+from longshore.core.offerings import UNAVAILABLE_TTL_S
+from longshore.services.provisioner import LEASE_NAME, ProvisionerSettings
+from longshore.sim.aws import SimulatedCrash
+from longshore.sim.kubeapi import Fault
+from longshore.sim.world import SimulatedWorld
+from tests.provisioning.conftest import (
+    all_instances,
+    events,
+    instances_by_claim,
+    running,
+    small_pool_config,
+    unbound,
+)
+
+MakeWorld = Callable[..., SimulatedWorld]
+
+
+def scale(world: SimulatedWorld, replicas: int, name: str = "inflate") -> float:
+    """Scale and let the controllers and the scheduler run; returns the instant the pods became pending."""
+    world.cluster.scale(name, replicas)
+    world.sleep(0)
+    return world.clock.now()
+
+
+def no_duplicates(world: SimulatedWorld) -> bool:
+    return all(len(ids) == 1 for ids in instances_by_claim(world).values())
+
+
+def test_pending_pods_get_nodes_and_the_nodes_are_registered_and_initialized(make_world: MakeWorld) -> None:
+    world = make_world()
+    pending_at = scale(world, 5)
+    world.invoke(timeout_s=90)
+
+    assert world.fleet_request_times and world.fleet_request_times[0] - pending_at <= 2.0
+    assert len(running(world)) == 5 and not unbound(world)
+    claims = world.store.list()
+    assert claims and all(c.state == "initialized" for c in claims)
+    assert no_duplicates(world) and len(world.live_instances()) == len(claims)
+    for node in world.cluster.nodes():
+        assert node["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
+        assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+        assert "karpenter.sh/unregistered" not in [t["key"] for t in node["spec"].get("taints") or []]
+    assert world.metrics.total(telemetry.CLAIMS_CREATED) == len(claims)
+    assert world.metrics.total(telemetry.NODES_INITIALIZED) == len(claims)
+    assert world.metrics.last(telemetry.CLUSTER_COST_PER_HOUR) == pytest.approx(
+        sum(c.price or 0 for c in claims)
+    )
+
+
+def test_ec2_throttling_is_retried_with_backoff_and_still_launches_once(make_world: MakeWorld) -> None:
+    world = make_world()
+    world.throttle.throttle("CreateFleet", 6)  # more than botocore's 4 attempts: our own backoff takes over
+    scale(world, 5)
+    world.invoke(timeout_s=120)
+
+    assert world.throttle.remaining("CreateFleet") == 0 and world.throttle.injected["CreateFleet"] == 6
+    assert len(running(world)) == 5
+    assert no_duplicates(world)
+    first, second = world.fleet_request_times[:2]
+    assert second - first >= 1.0, "the retry waited (virtual time) instead of hammering EC2"
+
+
+def test_kube_api_5xx_and_timeouts_are_retried(
+    make_world: MakeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = make_world()
+    monkeypatch.setattr(kube_cluster, "REQUEST_TIMEOUT", (1.0, 0.3))
+    faults = world.cluster.emulator.faults
+    server_errors = faults.add(Fault(resource="pods", verb="list", status=503, times=3))
+    slow = faults.add(Fault(resource="nodes", verb="list", latency=0.6, times=2))
+    scale(world, 3)
+    world.invoke(timeout_s=90)
+
+    assert server_errors.hits == 3 and slow.hits == 2
+    assert len(running(world)) == 3 and no_duplicates(world)
+
+
+def test_an_api_server_outage_longer_than_the_retries_does_not_end_the_run(make_world: MakeWorld) -> None:
+    world = make_world()
+    outage = world.cluster.emulator.faults.add(Fault(resource="pods", verb="list", status=500, times=12))
+    scale(world, 3)
+    world.invoke(timeout_s=90)
+
+    assert outage.hits == 12
+    assert len(running(world)) == 3 and no_duplicates(world)
+
+
+def test_capacity_errors_on_every_type_leave_pods_pending_with_a_reason_and_retry_after_the_ttl(
+    make_world: MakeWorld, tmp_path: Path
+) -> None:
+    world = make_world(small_pool_config(tmp_path))
+    for instance_type in ("m5.large", "m5.xlarge"):
+        for zone in world.zones:
+            world.fleet.make_unavailable(instance_type, zone, "on-demand")
+    scale(world, 2)
+    world.invoke(timeout_s=UNAVAILABLE_TTL_S * 2 + 15)  # two TTLs of trying
+
+    assert len(unbound(world)) == 2 and not world.live_instances()
+    since_first = [t - world.fleet_request_times[0] for t in world.fleet_request_times]
+    assert all(t < 10 or t >= UNAVAILABLE_TTL_S for t in since_first), "nothing asked again within the TTL"
+    assert len(since_first) <= 2 * 2, "each refused offering is asked for at most once per TTL"
+    reasons = {e["reason"] for e in events(world) if e["involvedObject"]["kind"] == "Pod"}
+    assert {"LaunchFailed"} <= reasons
+    messages = " ".join(e["message"] for e in events(world, "LaunchFailed"))
+    assert "InsufficientCapacity" in messages
+    assert world.store.list() == ()
+    assert world.metrics.total(telemetry.LAUNCH_FAILURES, Reason="InsufficientInstanceCapacity") >= 2
+
+    world.fleet.clear()  # capacity is back: the next try after the TTL launches
+    world.invoke(timeout_s=UNAVAILABLE_TTL_S + 60)
+    assert len(running(world)) == 2 and no_duplicates(world)
+
+
+def test_a_run_killed_after_create_fleet_is_adopted_not_launched_twice(make_world: MakeWorld) -> None:
+    world = make_world()
+    world.fleet.crash_after_create_fleet = 1
+    scale(world, 1)
+    service = world.service("killed-run")
+    with pytest.raises(SimulatedCrash):
+        service.run_pass()
+        service.run_pass()
+    # A killed Lambda releases nothing: its lease runs out on its own.
+    [claim] = world.store.list()
+    assert claim.state == "launching" and claim.instance_id is None
+    assert len(world.live_instances()) == 1
+
+    world.invoke(timeout_s=120)  # waits out the dead run's lease, then adopts
+    assert len(running(world)) == 1
+    assert len(all_instances(world)) == 1, "the instance was adopted, never launched again"
+    [claim] = world.store.list()
+    assert claim.state == "initialized" and claim.instance_id == world.live_instances()[0]["InstanceId"]
+
+
+def test_an_instance_no_claim_owns_is_collected_after_the_grace(make_world: MakeWorld) -> None:
+    world = make_world()
+    world.fleet.crash_after_create_fleet = 1
+    scale(world, 1)
+    with pytest.raises(SimulatedCrash):
+        world.service("killed-run").run_pass()
+    [lost] = world.live_instances()
+    world.store.delete(world.store.list()[0].id)  # the record is lost too,
+    scale(world, 0)  # and the pod is gone, so no new claim for it will adopt the instance
+    world.lease.release(LEASE_NAME, "killed-run")
+
+    world.invoke(timeout_s=ORPHAN_GRACE_S + 90)
+    states = {i["InstanceId"]: i["State"]["Name"] for i in all_instances(world)}
+    assert states[lost["InstanceId"]] in ("shutting-down", "terminated")
+    assert world.metrics.total(telemetry.ORPHANS_TERMINATED) == 1
+    assert not world.live_instances()
+
+
+def test_a_lost_record_is_adopted_by_the_next_claim_for_the_same_pods(make_world: MakeWorld) -> None:
+    world = make_world()
+    world.fleet.crash_after_create_fleet = 1
+    scale(world, 1)
+    with pytest.raises(SimulatedCrash):
+        world.service("killed-run").run_pass()
+    [lost] = world.live_instances()
+    world.store.delete(world.store.list()[0].id)
+    world.lease.release(LEASE_NAME, "killed-run")
+
+    world.invoke(timeout_s=90)
+    assert [i["InstanceId"] for i in all_instances(world)] == [lost["InstanceId"]]
+    assert len(running(world)) == 1
+
+
+def test_two_runs_at_once_only_one_acts(make_world: MakeWorld) -> None:
+    world = make_world()
+    scale(world, 3)
+    first, second = world.service("run-a"), world.service("run-b")
+    acted = first.run_pass()
+    waited = second.run_pass()
+
+    assert acted.status == "planned" and acted.launched
+    assert waited.status == "lease-held" and not waited.launches
+    launched = len(world.live_instances())
+    world.sleep(5)
+    assert second.run_pass().status == "lease-held"
+    first.release()
+    assert second.run_pass().status in ("settled", "planned", "idle")
+    assert len(world.live_instances()) == launched and no_duplicates(world)
+
+
+def test_pods_no_pool_can_satisfy_get_a_reason_and_the_rest_are_provisioned(make_world: MakeWorld) -> None:
+    world = make_world()
+    world.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "giant", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "900"}}}]},
+        }
+    )
+    world.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "arm-only", "namespace": "default"},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/arch": "arm64"},
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
+    )
+    scale(world, 2)
+    world.invoke(timeout_s=90)
+
+    assert {p["metadata"]["name"] for p in unbound(world)} == {"giant", "arm-only"}
+    assert len(running(world)) == 2
+    failed = {e["involvedObject"]["name"]: e["message"] for e in events(world, "FailedScheduling")}
+    assert set(failed) == {"giant", "arm-only"}
+    assert all(
+        message.startswith("Failed to schedule pod, ") and len(message) > 30 for message in failed.values()
+    )
+
+
+def test_an_instance_that_never_registers_is_terminated_after_15_minutes_and_replaced(
+    make_world: MakeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = make_world()
+    kubelet = world.cluster.kubelet
+    boot = kubelet._register
+    broken: list[str] = []
+
+    def register_all_but_the_first(instance_id: str) -> None:
+        if not broken:
+            broken.append(instance_id)  # this instance's kubelet never comes up
+            return
+        boot(instance_id)
+
+    monkeypatch.setattr(kubelet, "_register", register_all_but_the_first)
+    scale(world, 1)
+    settings = ProvisionerSettings(poll_s=5.0)
+    for _ in range(9):  # 9 invocations of 2 minutes: past the 15 minute registration timeout
+        world.invoke(timeout_s=120, settings=settings)
+
+    [instance_id] = broken
+    states = {i["InstanceId"]: i["State"]["Name"] for i in all_instances(world)}
+    assert states[instance_id] in ("shutting-down", "terminated")
+    assert world.metrics.total(telemetry.REGISTRATION_TIMEOUTS) == 1
+    assert len(running(world)) == 1, "a replacement was launched and the pod runs there"
+    [claim] = world.store.list()
+    assert claim.instance_id != instance_id and claim.state == "initialized"
+    assert world.clock.now() - world.fleet_request_times[0] >= REGISTRATION_TIMEOUT_S

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from longshore.cli.main import main
 from longshore.cli.options import config_options, load_from_options
 from longshore.config import load_cluster
-from tests.conftest import INVALID_MANIFESTS, REPO, SHARED, VALID_MANIFESTS, VALID_V1_MANIFESTS
+from tests.conftest import INVALID_MANIFESTS, REPO, VALID_MANIFESTS, VALID_V1_MANIFESTS
 
 VALID = sorted(VALID_MANIFESTS.glob("*.yaml")) + sorted(VALID_V1_MANIFESTS.glob("*.yaml"))
 
@@ -96,32 +96,6 @@ def test_validate_needs_a_file() -> None:
     assert run("validate").exit_code == 2
 
 
-def test_demo_validates_the_seeds_and_shows_the_rejections() -> None:
-    result = run("demo")
-    assert result.exit_code == 0, result.output
-    assert "Pools of the example cluster" in result.output
-    assert "rejected 01-label-typo.yaml" in result.output
-    assert "demo passed" in result.output
-    assert "general" in result.output and "c6i-workers" in result.output
-
-
-def test_demo_says_where_it_looked_when_the_shared_folder_is_missing(tmp_path: Path) -> None:
-    result = run("demo", "--shared", str(tmp_path / "nowhere"))
-    assert result.exit_code == 1
-    assert "the seed manifests are not at" in result.output and "--shared" in result.output
-
-
-def test_demo_fails_when_an_invalid_manifest_would_load(tmp_path: Path) -> None:
-    seeds = tmp_path / "fixtures" / "seed-manifests"
-    for folder in ("valid", "valid-v1", "invalid"):
-        (seeds / folder).mkdir(parents=True)
-    (seeds / "valid" / "a.yaml").write_text((VALID_MANIFESTS / "02-spot-limits.yaml").read_text())
-    (seeds / "invalid" / "b.yaml").write_text((VALID_MANIFESTS / "02-spot-limits.yaml").read_text())
-    result = run("demo", "--shared", str(tmp_path))
-    assert result.exit_code == 1
-    assert "accepted by mistake b.yaml" in result.output
-
-
 @click.command()
 @config_options
 def _echo_pools(config_paths: tuple[Path, ...], region: str, cluster_name: str) -> None:
@@ -163,9 +137,3 @@ def test_config_errors_are_printed_and_exit_2() -> None:
 def test_config_options_need_a_config() -> None:
     result = CliRunner().invoke(_echo_pools, [])
     assert result.exit_code == 2 and "--config" in result.output
-
-
-def test_shared_folder_is_next_to_the_repository() -> None:
-    from longshore.cli.demo import default_shared
-
-    assert default_shared() == SHARED

@@ -19,7 +19,7 @@ class RecordingSink:
     def __init__(self) -> None:
         self.points: list[tuple[str, float, str, dict[str, str]]] = []
 
-    def put(self, name: str, value: float, unit: str, dimensions: Any = None) -> None:
+    def emit(self, name: str, value: float, unit: str = "Count", dimensions: Any = None) -> None:
         assert name in telemetry.ALL_METRICS
         self.points.append((name, value, unit, dict(dimensions or {})))
 

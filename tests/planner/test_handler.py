@@ -110,3 +110,47 @@ def test_resolved_images_cover_every_variant_and_refresh() -> None:
     assert images.current_images(node_class()) == frozenset({"ami-1", "ami-2"})  # cached
     now[0] = 400.0
     assert images.current_images(node_class()) == frozenset({"ami-3"})
+
+
+def test_build_service_wires_the_production_adapters_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable
+    from longshore.config.loader import bundle_cluster
+    from longshore.core.claims import NodeClaim
+    from longshore.sim.aws import seed_cluster
+    from tests.conftest import VALID_V1_MANIFESTS
+
+    with mock_aws():
+        session = boto3.session.Session(region_name="us-east-1")
+        seed_cluster(session, "demo-cluster", table_name="longshore-demo", kubernetes_version="1.31")
+        session.client("ssm").put_parameter(
+            Name="/longshore/demo/config",
+            Type="String",
+            Value=bundle_cluster([VALID_V1_MANIFESTS], cluster_name="demo-cluster", region="us-east-1"),
+        )
+        sfn = session.client("stepfunctions")
+        arn = sfn.create_state_machine(
+            name="d", definition=json.dumps(disruption_definition(STEPS_ARN)), roleArn=ROLE_ARN
+        )["stateMachineArn"]
+        for variable, value in {
+            "LONGSHORE_CLUSTER_NAME": "demo-cluster",
+            "AWS_REGION": "us-east-1",
+            "LONGSHORE_CONFIG_PARAMETER": "/longshore/demo/config",
+            "LONGSHORE_TABLE_NAME": "longshore-demo",
+            "LONGSHORE_DISRUPTION_STATE_MACHINE_ARN": arn,
+        }.items():
+            monkeypatch.setenv(variable, value)
+
+        service = planner_handler.build_service()
+
+        assert service.config.node_pools and service.config.name == "demo-cluster"  # read from SSM
+        command = DisruptionCommand(instance_id="i-0abc", reason="drifted", replace=True, requested_at=100.0)
+        assert service.ports.workflow.start_surge(command, "default-abc123", None).started
+        [execution] = sfn.list_executions(stateMachineArn=arn)["executions"]
+        assert execution["name"] == command.execution_name()
+        service.ports.claims.put(NodeClaim("default-abc123", "default", "default"))
+        table = DynamoClaimStore(DynamoTable(session.client("dynamodb"), "longshore-demo"))
+        assert table.get("default-abc123") is not None  # the claims live in the table the environment names
+        assert service.ports.images is not None
+        assert service.ports.images.current_images(service.config.node_classes[0])  # AMIs from public SSM

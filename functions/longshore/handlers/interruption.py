@@ -23,70 +23,42 @@ the event's time).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer, single_metric
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from longshore.adapters.clock import WallClock
 from longshore.adapters.events.parse import MalformedEventError, parse_event
+from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
 from longshore.core import telemetry
+from longshore.handlers.runtime import Runtime
 from longshore.ports.clock import Clock
+from longshore.ports.metrics import MetricsSink, PutSink, emitting
 from longshore.services.interruption import InterruptionService, MessageOutcome
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "longshore"))
 tracer = Tracer()
 metrics = Metrics(namespace=telemetry.NAMESPACE)
 
-Dimensions = Mapping[str, str]
-
-
-class MetricSink(Protocol):
-    def put(self, name: str, value: float, unit: str, dimensions: Dimensions | None = None) -> None: ...
-
-
-class PowertoolsMetricSink:
-    """Undimensioned metrics go to the shared `Metrics` (flushed by `log_metrics`); dimensioned ones are
-    written at once with `single_metric`, because one EMF blob shares one dimension set."""
-
-    def __init__(self, shared: Metrics) -> None:
-        self._shared = shared
-
-    def put(self, name: str, value: float, unit: str, dimensions: Dimensions | None = None) -> None:
-        if not dimensions:
-            self._shared.add_metric(name=name, unit=MetricUnit(unit), value=value)
-            return
-        with single_metric(
-            name=name, unit=MetricUnit(unit), value=value, namespace=telemetry.NAMESPACE
-        ) as metric:
-            for key, dimension in dimensions.items():
-                metric.add_dimension(name=key, value=dimension)
-
-
-class WallClock:
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
 
 def process_batch(
     event: Mapping[str, Any],
     service: InterruptionService,
     clock: Clock,
-    sink: MetricSink,
+    sink: MetricsSink | PutSink,
     context: LambdaContext | None = None,
 ) -> dict[str, Any]:
     """Handle one SQS batch; the response lists the messages to retry (`batchItemFailures`)."""
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
+    emitter = emitting(sink)
+
     def record_handler(record: SQSRecord) -> str:
-        return handle_record(record, service, clock, sink)
+        return handle_record(record, service, clock, emitter)
 
     response = process_partial_response(
         event=dict(event), record_handler=record_handler, processor=processor, context=context
@@ -94,18 +66,18 @@ def process_batch(
     return dict(response)
 
 
-def handle_record(record: SQSRecord, service: InterruptionService, clock: Clock, sink: MetricSink) -> str:
+def handle_record(record: SQSRecord, service: InterruptionService, clock: Clock, sink: MetricsSink) -> str:
     """Handle one message; returns how it ended ("acted" or "ignored"), raises to have it retried."""
     where = {"message_id": record.message_id, "receive_count": record.attributes.approximate_receive_count}
     try:
         parsed = parse_event(record.body)
     except MalformedEventError as error:
         logger.warning("malformed interruption message acknowledged", extra={**where, "error": str(error)})
-        sink.put(telemetry.MESSAGES_RECEIVED, 1, "Count", {telemetry.DIM_KIND: "malformed"})
-        sink.put(telemetry.MESSAGES_MALFORMED, 1, "Count")
+        sink.emit(telemetry.MESSAGES_RECEIVED, 1, "Count", {telemetry.DIM_KIND: "malformed"})
+        sink.emit(telemetry.MESSAGES_MALFORMED, 1, "Count")
         return "ignored"
-    sink.put(telemetry.MESSAGES_RECEIVED, 1, "Count", {telemetry.DIM_KIND: parsed.kind})
-    sink.put(telemetry.QUEUE_LATENCY_MS, max(0.0, (clock.now() - parsed.time) * 1000.0), "Milliseconds")
+    sink.emit(telemetry.MESSAGES_RECEIVED, 1, "Count", {telemetry.DIM_KIND: parsed.kind})
+    sink.emit(telemetry.QUEUE_LATENCY_MS, max(0.0, (clock.now() - parsed.time) * 1000.0), "Milliseconds")
     try:
         outcome = service.handle(parsed)
     except Exception:
@@ -123,13 +95,13 @@ def handle_record(record: SQSRecord, service: InterruptionService, clock: Clock,
     return "acted" if outcome.acted else "ignored"
 
 
-def _report(outcome: MessageOutcome, where: dict[str, str], sink: MetricSink) -> None:
+def _report(outcome: MessageOutcome, where: dict[str, str], sink: MetricsSink) -> None:
     event = outcome.event
     for instance in outcome.instances:
         if instance.acted:
-            sink.put(telemetry.INTERRUPTION_ACTIONS, 1, "Count", {telemetry.DIM_ACTION: instance.action})
+            sink.emit(telemetry.INTERRUPTION_ACTIONS, 1, "Count", {telemetry.DIM_ACTION: instance.action})
         else:
-            sink.put(
+            sink.emit(
                 telemetry.MESSAGES_IGNORED,
                 1,
                 "Count",
@@ -169,48 +141,21 @@ def configure(service: InterruptionService | None) -> None:
 
 def build_service() -> InterruptionService:
     """Production wiring from the Lambda environment (names in docs/contracts.md)."""
-    import boto3  # type: ignore[import-untyped]
-
-    from longshore.adapters.aws.dynamodb import (
-        DynamoClaimStore,
-        DynamoOfferingAvailability,
-        DynamoTable,
-    )
-    from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
-    from longshore.adapters.aws.instances import Ec2Instances
     from longshore.adapters.aws.lambda_trigger import LambdaProvisionerTrigger
-    from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
-    from longshore.adapters.kube.cluster import KubeCluster
-    from longshore.config.loader import load_cluster_text
-    from longshore.config.settings import RuntimeSettings
     from longshore.services.interruption import rebalance_policies
 
-    settings = RuntimeSettings.from_env()
-    session = boto3.session.Session(region_name=settings.region)
-    clock = WallClock()
-    parameter = session.client("ssm").get_parameter(Name=settings.config_parameter)["Parameter"]["Value"]
-    config = load_cluster_text(
-        parameter,
-        f"ssm:{settings.config_parameter}",
-        region=settings.region,
-        cluster_name=settings.cluster_name,
-    )
-    table = DynamoTable(session.client("dynamodb"), settings.table_name)
-    info = describe_cluster(session.client("eks"), settings.cluster_name)
-    tokens = TokenSource.for_cluster(session.client("sts"), settings.cluster_name, clock.now)
+    wiring = Runtime.from_env()
     return InterruptionService(
-        claims=DynamoClaimStore(table),
-        offerings=DynamoOfferingAvailability(table),
-        workflow=StepFunctionsWorkflow(
-            session.client("stepfunctions"), settings.require("disruption_state_machine_arn")
-        ),
-        cluster=KubeCluster(api_client(info, tokens), component="longshore-interruption"),
-        instances=Ec2Instances(session.client("ec2"), settings.cluster_name),
+        claims=wiring.claims,
+        offerings=wiring.offerings,
+        workflow=wiring.workflows,
+        cluster=wiring.kube_cluster("longshore-interruption"),
+        instances=wiring.instances,
         provisioner=LambdaProvisionerTrigger(
-            session.client("lambda"), settings.require("provisioner_function_name")
+            wiring.client("lambda"), wiring.settings.require("provisioner_function_name")
         ),
-        clock=clock,
-        rebalance_policy=rebalance_policies(config),
+        clock=wiring.clock,
+        rebalance_policy=rebalance_policies(wiring.config),
     )
 
 
@@ -222,4 +167,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     global _service
     if _service is None:
         _service = build_service()
-    return process_batch(event, _service, WallClock(), PowertoolsMetricSink(metrics), context)
+    return process_batch(event, _service, WallClock(), PowertoolsMetricsSink(metrics), context)

@@ -28,10 +28,10 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
-from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
 from longshore.core import telemetry
 from longshore.core.commands import DisruptionCommand
 from longshore.core.model import NodeClass
+from longshore.handlers.runtime import Runtime
 from longshore.ports.workflow import StartResult
 from longshore.services.disruption import DisruptionService, InvocationReport, PassReport, run_invocation
 from longshore.workflow.state import ReplacementProgress
@@ -97,73 +97,30 @@ class ResolvedImages:
         return frozenset(found)
 
 
-class _WallClock:
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
 def build_service() -> DisruptionService:
     """Production wiring from the Lambda environment (names in docs/contracts.md)."""
-    import boto3  # type: ignore[import-untyped]
-
     from longshore.adapters.aws.amis import AmiResolver
-    from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoOfferingAvailability, DynamoTable
-    from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
-    from longshore.adapters.aws.fleet import Ec2Launcher
-    from longshore.adapters.aws.instance_types import load_catalog
-    from longshore.adapters.aws.instances import Ec2Instances
-    from longshore.adapters.kube.cluster import KubeCluster
-    from longshore.config.loader import load_cluster_text
-    from longshore.config.settings import RuntimeSettings
+    from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
     from longshore.services.disruption import PlannerPorts
 
-    settings = RuntimeSettings.from_env()
-    session = boto3.session.Session(region_name=settings.region)
-    clock = _WallClock()
-    parameter = session.client("ssm").get_parameter(Name=settings.config_parameter)["Parameter"]["Value"]
-    config = load_cluster_text(
-        parameter,
-        f"ssm:{settings.config_parameter}",
-        region=settings.region,
-        cluster_name=settings.cluster_name,
-    )
-    ec2, ssm = session.client("ec2"), session.client("ssm")
-    pricing = session.client("pricing", region_name="us-east-1")
-    table = DynamoTable(session.client("dynamodb"), settings.table_name)
-    claims, offerings = DynamoClaimStore(table), DynamoOfferingAvailability(table)
-    info = describe_cluster(session.client("eks"), settings.cluster_name)
-    tokens = TokenSource.for_cluster(session.client("sts"), settings.cluster_name, clock.now)
-    instances = Ec2Instances(ec2, settings.cluster_name)
+    wiring = Runtime.from_env()
+    settings, config, clock = wiring.settings, wiring.config, wiring.clock
+    ec2, ssm = wiring.client("ec2"), wiring.client("ssm")
     ports = PlannerPorts(
-        cluster=KubeCluster(api_client(info, tokens), component="longshore-disruption"),
-        claims=claims,
-        offerings=offerings,
+        cluster=wiring.kube_cluster("longshore-disruption"),
+        claims=wiring.claims,
+        offerings=wiring.offerings,
         workflow=StepFunctionsSurgeWorkflow(
-            session.client("stepfunctions"),
+            wiring.client("stepfunctions"),
             settings.require("disruption_state_machine_arn"),
             settings.rotation_state_machine_arn,
         ),
-        launcher=Ec2Launcher(
-            ec2=ec2,
-            ssm=ssm,
-            iam=session.client("iam"),
-            cluster=info,
-            config=config,
-            store=claims,
-            offerings=offerings,
-            instances=instances,
-            sleep=clock.sleep,
-        ),
+        launcher=wiring.launcher,
         clock=clock,
         metrics=PowertoolsMetricsSink(metrics),
         images=ResolvedImages(lambda: AmiResolver(ssm, ec2), config.kubernetes_version, clock.now),
     )
-    return DisruptionService(
-        config, lambda: load_catalog(ec2, pricing, settings.region, clock), ports, logger
-    )
+    return DisruptionService(config, wiring.catalog_loader(), ports, logger)
 
 
 def process(

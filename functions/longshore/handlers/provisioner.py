@@ -7,25 +7,22 @@ and runs `services.provisioner.run_invocation`: passes until `deadline_margin_s`
 `context.get_remaining_time_in_millis()` runs out, sleeping `poll_s` between passes that found nothing to do,
 then releasing the lease so the next invocation need not wait for it to expire.
 
-Wiring (`build_runtime`), all from `RuntimeSettings` (the function's environment):
-- boto3 clients with Longshore's retry configuration (botocore standard mode, then our bounded backoff);
-- the cluster config: the SSM parameter's YAML, read through Powertools parameters (cached 5 min) and loaded
-  with `config.load_cluster_text`;
-- cluster access: endpoint and CA from `eks:DescribeCluster`, a presigned-STS bearer token refreshed before
-  it expires, and the `kubernetes` client (36.0.3, see docs/provisioning.md for why) behind `KubeCluster`;
-- the DynamoDB claim store, offering availability and lease; the EC2 instances, the fleet launcher and the
-  priced catalog, restricted to the zones the node classes have subnets in.
+Wiring (`build_runtime`): the container's `handlers.runtime.Runtime` (from `RuntimeSettings`, the function's
+environment) gives the cluster config (the SSM parameter through Powertools parameters, cached 5 min), the
+`KubeCluster`, the DynamoDB claim store, offering availability and lease, the EC2 instances, the fleet
+launcher and the priced catalog, restricted to the zones the node classes have subnets in. All of these are
+resolved by `runtime()`, so the first invocation's init is what `bench/coldstart.py` measures; only IAM and
+Pricing wait until a launch or a price refresh needs them.
 
 Cold start is kept low by importing only Powertools and the service at module level; boto3, kubernetes and
-pydantic are imported inside `build_runtime`, whose cost is the "init" half of the measured cold start
-(`bench/coldstart.py`). Logger, Metrics and Tracer come from Powertools; metrics go out as EMF through
-`PowertoolsMetricsSink`. `configure()` installs a runtime built elsewhere (tests: moto and the API emulator).
+pydantic are imported by the `Runtime` when it builds the adapters. Logger, Metrics and Tracer come from
+Powertools; metrics go out as EMF through `PowertoolsMetricsSink`. `configure()` installs a runtime built
+elsewhere (tests: moto and the API emulator).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +33,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.model import ClusterConfig
+from longshore.handlers.runtime import Runtime
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances, Launcher
 from longshore.ports.kube import Cluster
@@ -46,18 +44,6 @@ from longshore.services.provisioner import ProvisionerService, ProvisionerSettin
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "longshore"))
 tracer = Tracer()
 metrics = Metrics(namespace=telemetry.NAMESPACE)
-
-CONFIG_MAX_AGE_S = 300
-
-
-class WallClock:
-    """The real clock (`ports.clock.Clock`)."""
-
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 @dataclass
@@ -93,28 +79,6 @@ class ProvisionerRuntime:
         )
 
 
-class LazyClient:
-    """A boto3 client created on first use: IAM and Pricing are needed only to launch or refresh prices, so
-    they are kept off the cold start."""
-
-    def __init__(self, make: Callable[[], Any]) -> None:
-        self._make = make
-        self._client: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._client is None:
-            self._client = self._make()
-        return getattr(self._client, name)
-
-
-def read_config_text(parameter: str, ssm: Any) -> str:
-    """The cluster config YAML from the SSM parameter, through Powertools parameters (cached 5 min)."""
-    from aws_lambda_powertools.utilities import parameters
-
-    provider = parameters.SSMProvider(boto3_client=ssm)
-    return str(provider.get(parameter, max_age=CONFIG_MAX_AGE_S))
-
-
 def build_runtime(
     settings: Any,
     *,
@@ -125,107 +89,54 @@ def build_runtime(
     sink: MetricsSink | None = None,
 ) -> ProvisionerRuntime:
     """Wire the production adapters from `RuntimeSettings` (`kube_endpoint` overrides the EKS endpoint)."""
-    import boto3  # type: ignore[import-untyped]
-
-    from longshore.adapters.aws import retry
-    from longshore.adapters.aws.dynamodb import (
-        DynamoClaimStore,
-        DynamoLease,
-        DynamoOfferingAvailability,
-        DynamoTable,
+    wiring = Runtime(
+        settings, session=session, clock=clock, config_text=config_text, kube_endpoint=kube_endpoint
     )
-    from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
-    from longshore.adapters.aws.fleet import Ec2Launcher
-    from longshore.adapters.aws.instance_types import load_catalog
-    from longshore.adapters.aws.instances import Ec2Instances
-    from longshore.adapters.aws.network import select_subnets
-    from longshore.adapters.kube.cluster import KubeCluster
+    return _provisioner_runtime(wiring, sink)
+
+
+def _provisioner_runtime(wiring: Runtime, sink: MetricsSink | None = None) -> ProvisionerRuntime:
     from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
-    from longshore.config import load_cluster_text
-
-    clock = clock or WallClock()
-    session = session or boto3.session.Session(region_name=settings.region)
-    region = settings.region
-    ssm = retry.client(session, "ssm", region)
-    text = config_text if config_text is not None else read_config_text(settings.config_parameter, ssm)
-    config = load_cluster_text(
-        text, f"ssm:{settings.config_parameter}", region=region, cluster_name=settings.cluster_name
-    )
-    ec2 = retry.client(session, "ec2", region)
-    info = describe_cluster(retry.client(session, "eks", region), settings.cluster_name)
-    tokens = TokenSource.for_cluster(retry.client(session, "sts", region), settings.cluster_name, clock.now)
-    kube = KubeCluster(api_client(info, tokens, endpoint=kube_endpoint), sleep=clock.sleep, now=clock.now)
-    table = DynamoTable(retry.client(session, "dynamodb", region), settings.table_name)
-    store = DynamoClaimStore(table)
-    offerings = DynamoOfferingAvailability(table)
-    instances = Ec2Instances(ec2, settings.cluster_name)
-    launcher = Ec2Launcher(
-        ec2=ec2,
-        ssm=ssm,
-        iam=LazyClient(lambda: retry.client(session, "iam", region)),
-        cluster=info,
-        config=config,
-        store=store,
-        offerings=offerings,
-        instances=instances,
-        sleep=clock.sleep,
-    )
-    zones = sorted(
-        {s.zone for nc in config.node_classes for s in select_subnets(ec2, nc.subnet_selector_terms, nc.name)}
-    )
-    pricing = LazyClient(lambda: retry.client(session, "pricing", "us-east-1"))
-
-    def catalog() -> Catalog:
-        return load_catalog(ec2, pricing, region, clock, zones=zones)
 
     return ProvisionerRuntime(
-        config=config,
-        cluster=kube,
-        store=store,
-        offerings=offerings,
-        lease=DynamoLease(table),
-        launcher=launcher,
-        instances=instances,
-        catalog=catalog,
-        clock=clock,
+        config=wiring.config,
+        cluster=wiring.kube_cluster(),
+        store=wiring.claims,
+        offerings=wiring.offerings,
+        lease=wiring.lease,
+        launcher=wiring.launcher,
+        instances=wiring.instances,
+        catalog=wiring.catalog_loader(wiring.subnet_zones),
+        clock=wiring.clock,
         metrics=sink or PowertoolsMetricsSink(metrics),
-        config_text=text,
+        config_text=wiring.config_text,
     )
 
 
 _runtime: ProvisionerRuntime | None = None
-_settings: Any = None
-_checked_at = 0.0
+_wiring: Runtime | None = None
 
 
 def configure(runtime: ProvisionerRuntime | None) -> None:
     """Install the runtime `handler` uses (None: build the production one on the next call)."""
-    global _runtime, _settings
-    _runtime, _settings = runtime, None
+    global _runtime, _wiring
+    _runtime, _wiring = runtime, None
 
 
 def runtime() -> ProvisionerRuntime:
-    """The container's runtime: built on first use (the cold start's init), rebuilt when the config changes."""
-    global _runtime, _settings, _checked_at
+    """The container's runtime: built on first use (the cold start's init), rebuilt when the config changes
+    (the parameter is read again once its Powertools cache entry is older than `CONFIG_MAX_AGE_S`)."""
+    global _runtime, _wiring
     if _runtime is None:
-        from longshore.config.settings import RuntimeSettings
-
-        _settings = RuntimeSettings.from_env()
-        _runtime = build_runtime(_settings)
-        _checked_at = time.monotonic()
-    elif _settings is not None and time.monotonic() - _checked_at >= CONFIG_MAX_AGE_S:
-        _checked_at = time.monotonic()
-        import boto3  # type: ignore[import-untyped]
-
-        from longshore.adapters.aws import retry
-
-        ssm = retry.client(boto3.session.Session(region_name=_settings.region), "ssm", _settings.region)
-        text = read_config_text(_settings.config_parameter, ssm)
+        _wiring = Runtime.from_env()
+        _runtime = _provisioner_runtime(_wiring)
+    elif _wiring is not None:
+        text = _wiring.read_config_text()
         if text != _runtime.config_text:
-            logger.info(
-                "the cluster config changed; rewiring", extra={"parameter": _settings.config_parameter}
-            )
-            _runtime = build_runtime(_settings, config_text=text)
+            parameter = _wiring.settings.config_parameter
+            logger.info("the cluster config changed; rewiring", extra={"parameter": parameter})
+            _wiring = Runtime(_wiring.settings, config_text=text)
+            _runtime = _provisioner_runtime(_wiring)
     return _runtime
 
 

@@ -14,15 +14,16 @@ installed other ports first.
 from __future__ import annotations
 
 import os
-import time
 import warnings
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, single_metric
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools import Logger, Metrics
 
+from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
 from longshore.core import telemetry
+from longshore.handlers.runtime import Runtime
+from longshore.ports.metrics import MetricsSink, PutSink, emitting
 from longshore.workflow.errors import StepInputError
 from longshore.workflow.steps import StepPorts, run_step
 
@@ -32,56 +33,28 @@ metrics = Metrics(namespace=telemetry.NAMESPACE)
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 
-class MetricSink(Protocol):
-    def put(
-        self, name: str, value: float, unit: str, dimensions: Mapping[str, str] | None = None
-    ) -> None: ...
-
-
-class PowertoolsMetricSink:
-    """Metrics as CloudWatch EMF through Powertools (dimensioned ones one blob each)."""
-
-    def put(self, name: str, value: float, unit: str, dimensions: Mapping[str, str] | None = None) -> None:
-        if not dimensions:
-            metrics.add_metric(name=name, unit=MetricUnit(unit), value=value)
-            return
-        with single_metric(
-            name=name, unit=MetricUnit(unit), value=value, namespace=telemetry.NAMESPACE
-        ) as metric:
-            for key, dimension in dimensions.items():
-                metric.add_dimension(name=key, value=dimension)
-
-
-class _WallClock:
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
 def _report(
-    step: str, before: Mapping[str, Any], after: Mapping[str, Any], ports: StepPorts, sink: MetricSink
+    step: str, before: Mapping[str, Any], after: Mapping[str, Any], ports: StepPorts, sink: MetricsSink
 ) -> None:
     """Metrics of one step: PDB refusals and drain duration (drain), nodes disrupted (finalize)."""
     drain, previous = _mapping(after.get("drain")), _mapping(before.get("drain"))
     if step == "drain":
         blocked = drain.get("passBlocked") or 0
         if blocked and drain.get("status") != "drained":
-            sink.put(telemetry.EVICTIONS_BLOCKED_BY_PDB, float(blocked), "Count")
+            sink.emit(telemetry.EVICTIONS_BLOCKED_BY_PDB, float(blocked), "Count")
         started = drain.get("startedAt")
         if drain.get("status") == "drained" and previous.get("status") != "drained" and started is not None:
-            sink.put(telemetry.DRAIN_DURATION_S, max(0.0, ports.clock.now() - float(started)), "Seconds")
+            sink.emit(telemetry.DRAIN_DURATION_S, max(0.0, ports.clock.now() - float(started)), "Seconds")
     if step == "finalize" and after.get("outcome") == "disrupted":
         reason = str(after.get("reason") or "unknown")
-        sink.put(telemetry.NODES_DISRUPTED, 1.0, "Count", {telemetry.DIM_REASON: reason})
+        sink.emit(telemetry.NODES_DISRUPTED, 1.0, "Count", {telemetry.DIM_REASON: reason})
 
 
-def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricSink) -> dict[str, Any]:
+def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricsSink | PutSink) -> dict[str, Any]:
     """Run one workflow step for a Task event; returns the new state."""
     step = event.get("step")
     state = event.get("state")
@@ -110,7 +83,7 @@ def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricSink) -
             "rollback": after.get("rollback"),
         },
     )
-    _report(step, before, after, ports, sink)
+    _report(step, before, after, ports, emitting(sink))
     return after
 
 
@@ -125,64 +98,29 @@ def configure(ports: StepPorts | None) -> None:
 
 def build_ports() -> StepPorts:
     """Production wiring from the Lambda environment (names in docs/contracts.md)."""
-    import boto3  # type: ignore[import-untyped]
-
-    from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoOfferingAvailability, DynamoTable
-    from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
-    from longshore.adapters.aws.fleet import Ec2Launcher
-    from longshore.adapters.aws.instance_types import load_catalog
-    from longshore.adapters.aws.instances import Ec2Instances
-    from longshore.adapters.kube.cluster import KubeCluster
-    from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
-    from longshore.config.loader import load_cluster_text
-    from longshore.config.settings import RuntimeSettings
     from longshore.services.replacement import ClusterReplacementLauncher
 
-    settings = RuntimeSettings.from_env()
-    session = boto3.session.Session(region_name=settings.region)
-    clock = _WallClock()
-    parameter = session.client("ssm").get_parameter(Name=settings.config_parameter)["Parameter"]["Value"]
-    config = load_cluster_text(
-        parameter,
-        f"ssm:{settings.config_parameter}",
-        region=settings.region,
-        cluster_name=settings.cluster_name,
-    )
-    info = describe_cluster(session.client("eks"), settings.cluster_name)
-    tokens = TokenSource.for_cluster(session.client("sts"), settings.cluster_name, clock.now)
-    cluster = KubeCluster(api_client(info, tokens), component="longshore-disruption")
-    table = DynamoTable(session.client("dynamodb"), settings.table_name)
-    claims, offerings = DynamoClaimStore(table), DynamoOfferingAvailability(table)
-    ec2 = session.client("ec2")
-    instances = Ec2Instances(ec2, settings.cluster_name)
-    pricing = session.client("pricing", region_name="us-east-1")  # the Pricing API answers in us-east-1
+    wiring = Runtime.from_env()
+    cluster = wiring.kube_cluster("longshore-disruption")
     replacements = ClusterReplacementLauncher(
         cluster=cluster,
-        store=claims,
-        offerings=offerings,
-        launcher=Ec2Launcher(
-            ec2=ec2,
-            ssm=session.client("ssm"),
-            iam=session.client("iam"),
-            cluster=info,
-            config=config,
-            store=claims,
-            offerings=offerings,
-            instances=instances,
-            sleep=clock.sleep,
-        ),
-        config=config,
-        catalog=lambda: load_catalog(ec2, pricing, settings.region, clock),  # read only when a surge plans
+        store=wiring.claims,
+        offerings=wiring.offerings,
+        launcher=wiring.launcher,
+        config=wiring.config,
+        catalog=wiring.catalog_loader(),  # read only when a surge plans
         metrics=PowertoolsMetricsSink(metrics),
     )
     return StepPorts(
-        cluster_name=settings.cluster_name,
+        cluster_name=wiring.settings.cluster_name,
         cluster=cluster,
-        claims=claims,
-        instances=instances,
+        claims=wiring.claims,
+        instances=wiring.instances,
         replacements=replacements,
-        clock=clock,
-        termination_grace_periods={p.name: p.termination_grace_period_seconds for p in config.node_pools},
+        clock=wiring.clock,
+        termination_grace_periods={
+            p.name: p.termination_grace_period_seconds for p in wiring.config.node_pools
+        },
     )
 
 
@@ -192,4 +130,4 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     global _ports
     if _ports is None:
         _ports = build_ports()
-    return process_step(event, _ports, PowertoolsMetricSink())
+    return process_step(event, _ports, PowertoolsMetricsSink(metrics))

@@ -12,10 +12,10 @@ concern each:
 - `launch_templates` content-addressed launch templates and their garbage collection
 - `fleet`            the Launcher: idempotent CreateFleet with capacity fallback
 - `instances`        the instances we own (by tag) and their termination
-- `lifecycle`        registration, initialization, timeouts and orphan collection, carried out
 - `dynamodb`         claim store, unavailable offerings and leases in one table
 - `retry`            client retry configuration and bounded backoff on throttling
 - `tags`             the tag names we write and read
 
-(`instance_types`, `pricing`, `stepfunctions` and `lambda_trigger` belong to other areas.)
+(`instance_types`, `pricing`, `stepfunctions` and `lambda_trigger` belong to other areas; the node
+lifecycle is a service, `longshore.services.lifecycle`, over these adapters.)
 """

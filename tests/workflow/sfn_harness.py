@@ -45,11 +45,6 @@ MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": 
 REAL_TIME_BOUND_S = 60.0  # a hung interpreter fails the test instead of hanging the suite
 
 
-class _NoMetrics:
-    def put(self, name: str, value: float, unit: str, dimensions: Any = None) -> None:
-        return None
-
-
 def _operation(service: str, action: str) -> Any:
     model = botocore.session.get_session().get_service_model(service)
     for name in model.operation_names:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 import click
 
+from longshore.adapters.clock import WallClock
 from longshore.cli.options import config_options, load_from_options
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
@@ -38,14 +38,6 @@ from longshore.core.model import ClusterConfig, NodePool
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
 
 PRICING_REGION = "us-east-1"
-
-
-class _WallClock:
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 @contextmanager
@@ -141,7 +133,7 @@ def load(cluster: ClusterConfig, live: bool) -> tuple[Catalog, str]:
     with _aws(live) as aws:
         ec2 = boto3.client("ec2", region_name=cluster.region)
         pricing = boto3.client("pricing", region_name=PRICING_REGION)
-        return load_catalog(ec2, pricing, cluster.region, _WallClock()), aws
+        return load_catalog(ec2, pricing, cluster.region, WallClock()), aws
 
 
 def _print_table(report: dict[str, Any], limit: int) -> None:

@@ -31,7 +31,7 @@ from typing import Final, Literal
 
 from longshore.core import telemetry
 from longshore.core.model import Pairs, Requirement, Taint
-from longshore.core.taints import UNREGISTERED_TAINT, is_ephemeral
+from longshore.core.taints import is_ephemeral
 
 ClaimState = Literal["planned", "launching", "launched", "registered", "initialized", "deleting"]
 CapacityType = Literal["spot", "on-demand", "reserved"]
@@ -400,11 +400,4 @@ def decide_orphans(
         and i.instance_id not in owned_ids
         and (i.claim_id is None or i.claim_id not in claim_ids)
         and now - i.created_at >= grace_s
-    )
-
-
-def registration_taints_to_remove(node: NodeObservation) -> tuple[Taint, ...]:
-    """Taints the registration step removes from the node: Karpenter's `karpenter.sh/unregistered`."""
-    return tuple(
-        t for t in node.taints if (t.key, t.effect) == (UNREGISTERED_TAINT.key, UNREGISTERED_TAINT.effect)
     )

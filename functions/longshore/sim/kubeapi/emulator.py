@@ -20,26 +20,16 @@ Usage:
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from longshore.adapters.clock import WallClock
 from longshore.ports.clock import Clock
 from longshore.sim.kubeapi import disruption
 from longshore.sim.kubeapi.faults import FaultInjector
 from longshore.sim.kubeapi.server import EmulatorHTTPServer, RequestRecord, ServerState
 from longshore.sim.kubeapi.store import DEFAULT_NAMESPACES, ObjectStore
-
-
-class WallClock:
-    """The real clock, for using the emulator outside a simulation."""
-
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 class KubeApiEmulator:

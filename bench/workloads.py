@@ -1,11 +1,16 @@
 """Benchmark workloads: pods, pools and the catalog they run against.
 
-* `karpenter_mix(n)`: Karpenter's scheduling benchmark (reference §8.1): 400 fake types, one pool with huge
-  limits, five equal fifths of pods: generic; zone spread (maxSkew 1, DoNotSchedule); hostname spread; zone
-  self-affinity; hostname anti-affinity (all mutually anti-affine). cpu uniform over {100m, 250m, 500m, 1,
-  1.5} and memory over {100Mi, 256Mi, 512Mi, 1Gi, 2Gi, 4Gi}, seeded. Labels and selectors pick one of seven
-  values per pod, as Karpenter's do; unlike Karpenter's (independent random label and selector), each pod
-  selects its own label value, which is how real deployments are written.
+* `karpenter_mix(n)`: Karpenter's scheduling benchmark (reference §8.1, `makeDiversePods`): 400 fake types,
+  one pool with huge limits, five equal fifths of pods: generic; zone spread (maxSkew 1, DoNotSchedule);
+  hostname spread (maxSkew 1, DoNotSchedule); zone pod affinity; hostname anti-affinity (all `app=nginx`, so
+  mutually anti-affine, as in Karpenter). cpu uniform over {100m, 250m, 500m, 1, 1.5} and memory over {100Mi,
+  256Mi, 512Mi, 1Gi, 2Gi, 4Gi}, seeded. Labels and selectors pick one of seven values per pod, as Karpenter's
+  do. One difference: Karpenter draws a pod's label and its selector independently (and the spread pods share
+  `my-label` with the generic pods); here each constrained pod selects its own value under its own key.
+  `faithful=True` builds Karpenter's exact draw: the engine then leaves pods whose zone affinity selects only
+  pods of the same batch unschedulable (it resolves affinity against pods already running, not ones it is
+  placing), and final-state zone skew counted over unconstrained generic pods exceeds 1 (Kubernetes only
+  checks skew when the constrained pod is placed), so the benchmark uses the self-selecting form.
 * `deployment_mix(n, spot_zones)`: 25 deployments, cpu 100m-8, 1-8 GiB per vCPU, Dirichlet replica counts,
   on the real us-east-1 catalog (the 837 c/m/r types), on-demand in one zone, or spot and on-demand in
   three zones.
@@ -70,7 +75,10 @@ def _term(key: str, value: str, topology: str) -> dict[str, Any]:
     return {"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology}
 
 
-def karpenter_mix(count: int, seed: int = 42) -> Workload:
+def karpenter_mix(count: int, seed: int = 42, *, faithful: bool = False) -> Workload:
+    """Karpenter's `makeDiversePods`. With `faithful`, labels and selectors are drawn independently, exactly as
+    Karpenter's benchmark draws them (spread selectors then also count generic pods); by default each
+    constrained pod selects its own label value, as real deployments do."""
     rng = random.Random(seed)
     cpus = ("100m", "250m", "500m", "1", "1500m")
     mems = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
@@ -80,61 +88,34 @@ def karpenter_mix(count: int, seed: int = 42) -> Workload:
     for i in range(count):
         shape = (rng.choice(cpus), rng.choice(mems))
         value = rng.choice(values)
+        chosen = rng.choice(values) if faithful else value  # the value the pod's selector asks for
         kind = min(i // fifth, 4) if fifth else 0
         if i >= 5 * fifth:
             kind = 0
         name = f"p-{i}"
         if kind == 0:
             pods.append(_pod(name, *shape, {"my-label": value}))
-        elif kind == 1:
-            labels = {"zspread": value}
-            pods.append(
-                _pod(
-                    name,
-                    *shape,
-                    labels,
-                    {
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": wk.ZONE,
-                                "whenUnsatisfiable": "DoNotSchedule",
-                                "labelSelector": {"matchLabels": labels},
-                            }
-                        ]
-                    },
-                )
-            )
-        elif kind == 2:
-            labels = {"hspread": value}
-            pods.append(
-                _pod(
-                    name,
-                    *shape,
-                    labels,
-                    {
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": wk.HOSTNAME,
-                                "whenUnsatisfiable": "DoNotSchedule",
-                                "labelSelector": {"matchLabels": labels},
-                            }
-                        ]
-                    },
-                )
-            )
+        elif kind in (1, 2):
+            key = "my-label" if faithful else ("zspread" if kind == 1 else "hspread")
+            spread = {
+                "maxSkew": 1,
+                "topologyKey": wk.ZONE if kind == 1 else wk.HOSTNAME,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {key: chosen}},
+            }
+            pods.append(_pod(name, *shape, {key: value}, {"topologySpreadConstraints": [spread]}))
         elif kind == 3:
+            key = "my-affininity" if faithful else "my-affinity"
             pods.append(
                 _pod(
                     name,
                     *shape,
-                    {"my-affinity": value},
+                    {key: value},
                     {
                         "affinity": {
                             "podAffinity": {
                                 "requiredDuringSchedulingIgnoredDuringExecution": [
-                                    _term("my-affinity", value, wk.ZONE)
+                                    _term(key, chosen, wk.ZONE)
                                 ]
                             }
                         }
@@ -162,7 +143,8 @@ def karpenter_mix(count: int, seed: int = 42) -> Workload:
         [Requirement(wk.CAPACITY_TYPE, "In", ("spot", "on-demand"))],
         {"cpu": "10000000", "memory": "10000000Gi"},
     )
-    return Workload(f"karpenter-mix-{count}", tuple(pods), (pool,), fake_catalog(400), True)
+    name = f"karpenter-{'exact' if faithful else 'mix'}-{count}"
+    return Workload(name, tuple(pods), (pool,), fake_catalog(400), True)
 
 
 def _deployments(rng: random.Random, count: int, kinds: int = 25) -> list[tuple[str, str, str, int]]:

@@ -78,3 +78,32 @@ def test_no_pattern_overcommits_and_every_placed_pod_is_counted(raw, limit_nodes
         assert placed[k] + result.leftover[k] == item.count
     if limit is not None:
         assert nodes <= limit[0]
+
+
+def test_nodes_an_anti_affine_group_forces_are_topped_up_instead_of_buying_more():
+    # ten mutually anti-affine pods need ten nodes; the thirty fillers, in six small classes (fewer pods each
+    # than there are nodes), fit in their free room
+    types = [BinType("s", (2000, 4096, 10), (1,)), BinType("m", (8000, 16384, 40), (1,))]
+    offers = [Offer(0, "a", "od", 0.1), Offer(1, "a", "od", 0.4)]
+    shapes = [(500, 1024), (450, 1024), (500, 900), (400, 1000), (480, 1000), (420, 980)]
+    items = [Item(10, (200, 256, 1), 0b11, groups=((0, 1),))]
+    items += [Item(5, (cpu, memory, 1), 0b11) for cpu, memory in shapes]
+    result = pack(items, types, offers)
+    assert sum(result.leftover) == 0
+    assert sum(node.replicas for node in result.nodes) == 10
+    assert sum(offers[node.offer].price * node.replicas for node in result.nodes) == pytest.approx(1.0)
+    for node in result.nodes:
+        assert dict(node.contents).get(0) == 1  # one anti-affine pod per node
+
+
+def test_interchangeable_items_pack_together_and_every_pod_comes_back_to_its_own_item():
+    types = [BinType("s", (2000, 4096, 10)), BinType("l", (16000, 32768, 110))]
+    offers = [Offer(0, "a", "od", 0.1), Offer(1, "a", "od", 0.8)]
+    items = [Item(7, (500, 1024, 1), 0b11), Item(5, (300, 512, 1), 0b11), Item(9, (500, 1024, 1), 0b11)]
+    result = pack(items, types, offers)
+    placed = [0, 0, 0]
+    for node in result.nodes:
+        for k, count in node.contents:
+            placed[k] += count * node.replicas
+    assert placed == [7, 5, 9]
+    assert result.leftover == (0, 0, 0)

@@ -5,6 +5,10 @@ vector, a bitmask of the offers they may use, per-node caps, conflicts) and *off
 capacity type, with a price and the room a node of that type leaves for pods after DaemonSets). The output
 is a list of node patterns, each replicated some number of times.
 
+0. *Interchangeable items merge.* Items with the same requests, offers and shared caps (and no per-item cap or
+   conflict) are packed as one item and split back afterwards, so pod classes that differ only in labels
+   nobody selects cost nothing extra (only when that removes at least a quarter of the items: otherwise the
+   merge saves little and only perturbs tie-breaks).
 1. *Compatibility groups.* Items with the same offer mask form a group; for every instance type and every
    set of groups an offer of it serves, only the cheapest such offer matters (the "effective bins" of the
    LP recipe in reference/performance.md §2.2; dominated ones are dropped).
@@ -12,18 +16,24 @@ is a list of node patterns, each replicated some number of times.
    an item's value is its fluid cost `pi . d`. "Value packed ÷ price" of a node is then its efficiency
    against the LP optimum (1.0 = as good as the bound), which makes nodes of different types, zones and
    capacity types comparable, and makes cost, not node count, the objective.
-3. *Bin-centric greedy with bulk replication.* Repeatedly pick a seed item (capped items first: they fix
-   how many nodes are needed; then the largest), evaluate candidate bins that can hold it in decreasing
-   order of an upper bound on their efficiency (branch and bound: stop when the bound cannot beat the best
-   found), fill each candidate with a balanced greedy that steers the node's residual cpu:memory shape back
-   towards the node's own shape (so memory-heavy pods pair with cpu-heavy ones instead of stranding a
-   resource), and keep the best. The winning pattern is replicated as many times as the remaining counts
-   allow, so the work grows with patterns × candidates, not with pods.
-   While capped items remain (hostname anti-affinity or spread), every other item may put at most its fair
-   share (remaining ÷ nodes still needed) on a node, so filler pods spread over the nodes that must exist
-   anyway instead of crowding the first ones.
-4. *Downsizing.* Each pattern is finally re-priced with the cheapest offer (any type, zone and capacity type
-   all its items accept) that still holds it; ties keep the larger type (fewer nodes is never worse).
+3. *Forced nodes first.* Capped items (hostname anti-affinity, hostname spread) fix a number of nodes that
+   must exist. Per capped item, one round opens as many nodes as it needs: each takes the most seed pods its
+   cap allows, and its free room is *topped up* with other pods, up to a fair share of them (their value ÷
+   the nodes still needed), so every forced node is filled instead of the first ones taking everything and
+   the rest running nearly empty. The round's bin is chosen by trial top-ups (value ÷ price; among bins
+   within 2 % of the best, the cheapest). The fill order is computed once per round, so a round of R nodes
+   costs O(R × fillers touched), not R full searches. With at most 100 forced nodes the portfolio also
+   tries choosing them one by one like ordinary nodes (step 4), and keeps the cheaper plan.
+4. *Bin-centric greedy with bulk replication.* Repeatedly pick a seed item (the largest value), evaluate
+   candidate bins that can hold it in decreasing order of an upper bound on their efficiency (branch and
+   bound: stop when the bound cannot beat the best found), fill each candidate with a balanced greedy that
+   steers the node's residual cpu:memory shape back towards the node's own shape (so memory-heavy pods pair
+   with cpu-heavy ones instead of stranding a resource), and keep the best. The winning pattern is
+   replicated as many times as the remaining counts allow, so the work grows with patterns × candidates,
+   not with pods. Three slice shares run as a portfolio from the same forced nodes; the cheapest plan wins.
+5. *Downsizing and merging.* Each pattern is finally re-priced with the cheapest offer (any type, zone and
+   capacity type all its items accept) that still holds it (ties keep the larger type: fewer nodes is never
+   worse), and the cheapest small nodes are merged when one node costs no more.
 
 Limits (pool `limits`) are checked per replica with each type's limit usage; a candidate that would breach
 them is skipped. Everything is integers except prices and values.
@@ -31,9 +41,12 @@ them is skipped. Everything is integers except prices and values.
 
 from __future__ import annotations
 
+import bisect
+import copy
+import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from longshore.core.scheduling.duals import resource_prices
 
@@ -44,6 +57,11 @@ ITEM_VISITS = 20000  # fills per node decision are capped at ITEM_VISITS / items
 MIN_EVALUATIONS = 16
 MERGE_EXPAND = 8  # patterns with at most this many replicas take part in merging, node by node
 MERGE_WINDOW = 12  # merging looks at this many of the cheapest nodes
+FORCED_TRIALS = 100  # candidate types tried for a round of nodes a capped item forces
+_PRICE_VERSIONS = itertools.count()  # unique per set of resource prices, across packers
+FORCED_SLACK = 0.02
+MERGE_WORTH = 0.75  # merge interchangeable items only when that leaves at most this share of them
+NODE_BY_NODE_UP_TO = 100  # with at most this many forced nodes, also try choosing them one by one  # among forced nodes this close to the best value per price, the cheapest wins
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +112,12 @@ class _Candidate:
     groups: int  # bitmask over compatibility groups
     price: float
     bound: float = 0.0
+    capacity: float = 0.0  # the LP value of the bin's room at the prices of `valued_at`
+    valued_at: int = -1
+
+
+# fillers by skew, their skew, fillers by value, the smallest request per dimension
+_FillOrder = tuple[list[int], dict[int, float], list[int], list[int]]
 
 
 def _fits(demand: Sequence[int], room: Sequence[int]) -> bool:
@@ -108,34 +132,28 @@ class _Packer:
         offers: Sequence[Offer],
         limit_room: Sequence[int] | None,
         slice_share: float = 0.95,
-        shared: _Packer | None = None,
+        top_up: bool = True,
     ) -> None:
         self.slice = slice_share
+        self.top_up = top_up
         self.items = items
         self.types = types
         self.offers = offers
         self.limit_room = list(limit_room) if limit_room is not None else None
         self.remaining = [item.count for item in items]
         self.dims = len(types[0].room) if types else len(items[0].demand) if items else 0
-        self.group_of: list[int]
-        self.group_masks: list[int]
-        self.candidates: list[_Candidate]
-        self.by_price: list[_Candidate]
-        self.initial_prices: list[tuple[float, ...]]
-        if shared is not None:  # the portfolio's runs share the setup that does not depend on the run
-            self.group_of, self.group_masks = shared.group_of, shared.group_masks
-            self.candidates, self.by_price = shared.candidates, shared.by_price
-            self.initial_prices = shared.initial_prices
-        else:
-            masks: dict[int, int] = {}
-            self.group_of = [masks.setdefault(item.offers, len(masks)) for item in items]
-            self.group_masks = list(masks)
-            self.candidates = self._effective_bins()
-            self.by_price = sorted(
-                self.candidates, key=lambda c: (c.price, -sum(types[c.type_index].room), c.offer)
-            )
-            self.initial_prices = self._group_prices()
+        masks: dict[int, int] = {}
+        self.group_of = [masks.setdefault(item.offers, len(masks)) for item in items]
+        self.group_masks = list(masks)
+        self.candidates = self._effective_bins()
+        self.by_price = sorted(
+            self.candidates, key=lambda c: (c.price, -sum(types[c.type_index].room), c.offer)
+        )
+        self.group_rows: list[tuple[list[tuple[int, ...]], list[float]]] = []
+        self.initial_prices = self._group_prices()
+        self.holding_cache: dict[tuple[int, tuple[int, ...]], list[_Candidate]] = {}
         self.prices = self.initial_prices
+        self.price_version = next(_PRICE_VERSIONS)
         self.values = self._item_values()
         self.room_values: dict[tuple[tuple[int, ...], int], float] = {}
         self.priced_at = sum(self.remaining[k] * self.values[k] for k in range(len(self.items)))
@@ -186,11 +204,13 @@ class _Packer:
         no more against limits, and costs no more (it can always stand in, so the optimum is unchanged)."""
         ordered = sorted(candidates, key=lambda c: (c.price, -sum(self.types[c.type_index].room), c.offer))
         kept: list[_Candidate] = []
+        by_cpu: list[tuple[int, int]] = []  # (cpu room, position in kept): only bins with as much cpu can win
         for cand in ordered:
-            room = self.types[cand.type_index].room
-            usage = self.types[cand.type_index].limit_usage
+            bin_type = self.types[cand.type_index]
+            room, usage = bin_type.room, bin_type.limit_usage
             beaten = False
-            for other in kept:
+            for _, position in by_cpu[bisect.bisect_left(by_cpu, (room[0], -1)) :]:
+                other = kept[position]
                 if other.groups | cand.groups != other.groups:
                     continue
                 other_type = self.types[other.type_index]
@@ -200,29 +220,48 @@ class _Packer:
                     beaten = True
                     break
             if not beaten:
+                bisect.insort(by_cpu, (room[0], len(kept)))
                 kept.append(cand)
         return kept
 
     def _group_prices(self) -> list[tuple[float, ...]]:
         """Per compatibility group, the fluid LP's price of each resource for that group's demand."""
+        if not self.group_rows:
+            self.group_rows = [self._dual_rows(mask) for mask in self.group_masks]
         found = []
-        for g, mask in enumerate(self.group_masks):
-            members = [k for k in range(len(self.items)) if self.group_of[k] == g]
+        for g, (rooms, prices) in enumerate(self.group_rows):
             demand = [0.0] * self.dims
-            for k in members:
-                for r, amount in enumerate(self.items[k].demand):
-                    demand[r] += amount * self.remaining[k]
-            cheapest: dict[int, float] = {}
-            for index, offer in enumerate(self.offers):
-                if mask >> index & 1:
-                    price = cheapest.get(offer.type_index)
-                    if price is None or offer.price < price:
-                        cheapest[offer.type_index] = offer.price
-            ids = list(cheapest)
-            found.append(
-                resource_prices(demand, [self.types[t].room for t in ids], [cheapest[t] for t in ids])
-            )
+            for k in range(len(self.items)):
+                if self.group_of[k] == g and self.remaining[k]:
+                    for r, amount in enumerate(self.items[k].demand):
+                        demand[r] += amount * self.remaining[k]
+            found.append(resource_prices(demand, rooms, prices))
         return found
+
+    def _dual_rows(self, mask: int) -> tuple[list[tuple[int, ...]], list[float]]:
+        """The dual's constraints for one group: each type's room at its cheapest offer in the mask, without
+        the types another beats (at least the room for no more money): with prices >= 0 their constraints
+        are implied, so the resource prices are the same and the simplex is much smaller."""
+        cheapest: dict[int, float] = {}
+        for index, offer in enumerate(self.offers):
+            if mask >> index & 1:
+                price = cheapest.get(offer.type_index)
+                if price is None or offer.price < price:
+                    cheapest[offer.type_index] = offer.price
+        ordered = sorted(cheapest, key=lambda t: (cheapest[t], [-r for r in self.types[t].room]))
+        kept: list[int] = []
+        most: tuple[int, ...] = ()  # per dimension, the most room kept so far: more than that is never beaten
+        for t in ordered:
+            room = self.types[t].room
+            if (
+                most
+                and all(r <= m for r, m in zip(room, most, strict=True))
+                and any(all(a >= b for a, b in zip(self.types[o].room, room, strict=True)) for o in kept)
+            ):
+                continue
+            kept.append(t)
+            most = room if not most else tuple(max(r, m) for r, m in zip(room, most, strict=True))
+        return [self.types[t].room for t in kept], [cheapest[t] for t in kept]
 
     def _refresh_values(self) -> None:
         """Re-price resources when the remaining demand has changed enough: the negative feedback that
@@ -232,6 +271,7 @@ class _Packer:
             self.prices = self._group_prices()
             self.values = self._item_values()
             self.room_values.clear()
+            self.price_version = next(_PRICE_VERSIONS)
             self.priced_at = sum(self.remaining[k] * self.values[k] for k in range(len(self.items)))
 
     def _item_values(self) -> list[float]:
@@ -242,7 +282,23 @@ class _Packer:
         return values
 
     # --- main loop ----------------------------------------------------------------------------------------
-    def run(self) -> PackResult:
+    def fork(self, slice_share: float, top_up: bool | None = None) -> _Packer:
+        """A copy of this packer's progress that continues with another slice share (the portfolio)."""
+        twin = copy.copy(self)
+        twin.slice = slice_share
+        if top_up is not None:
+            twin.top_up = top_up
+        twin.remaining = list(self.remaining)
+        twin.limit_room = list(self.limit_room) if self.limit_room is not None else None
+        twin.dead = set(self.dead)
+        twin.limit_blocked = set(self.limit_blocked)
+        twin.room_values = dict(self.room_values)
+        twin.price_version = next(_PRICE_VERSIONS)  # bins cache their value per version; forks diverge
+        return twin
+
+    def grow(self, *, forced_only: bool = False) -> list[PackedNode]:
+        """Open nodes until every item is placed or dead (with `forced_only`, only the nodes capped items
+        force, which do not depend on the slice share)."""
         nodes: list[PackedNode] = []
         while True:
             active = [k for k in range(len(self.items)) if self.remaining[k] > 0 and k not in self.dead]
@@ -250,7 +306,13 @@ class _Packer:
                 break
             needed = self._nodes_needed(active)
             seed = self._seed(active, needed)
-            chosen = self._best_node(seed, active, needed)
+            item = self.items[seed]
+            if needed and (item.cap or item.groups) and not item.together and self.top_up:
+                chosen = self._forced_nodes(seed, active, needed)
+            elif forced_only and not (needed and (item.cap or item.groups)):
+                break
+            else:
+                chosen = self._best_node(seed, active, needed)
             if not chosen:
                 self.dead.add(seed)
                 continue
@@ -263,9 +325,16 @@ class _Packer:
                     for r, amount in enumerate(usage):
                         self.limit_room[r] -= amount * node.replicas
             self._refresh_values()
+        return nodes
+
+    def finish(self, nodes: list[PackedNode]) -> PackResult:
+        """Re-price every node with the cheapest offer that holds it, then merge the cheapest ones."""
         nodes = self._merge([self._downsize(node) for node in nodes])
         left = tuple(self.limit_room) if self.limit_room is not None else None
         return PackResult(tuple(nodes), tuple(self.remaining), frozenset(self.limit_blocked), left)
+
+    def run(self) -> PackResult:
+        return self.finish(self.grow())
 
     def _nodes_needed(self, active: list[int]) -> int:
         """A lower bound on the nodes the capped items still need (0 when none remain)."""
@@ -379,6 +448,201 @@ class _Packer:
             key = tuple(sorted(contents))
             patterns[key] = patterns.get(key, 0) + 1
         return [PackedNode(cand.offer, contents, count) for contents, count in patterns.items() if contents]
+
+    # --- nodes that must exist: capped seeds, topped up with filler pods ------------------------------------
+    def _forced_nodes(self, seed: int, active: list[int], needed: int) -> list[PackedNode]:
+        """Nodes for a capped item (hostname anti-affinity or spread): each takes the most seed pods its cap
+        allows, and its free room is topped up with other pods. The node count is fixed by the cap, so the
+        cheapest plan gives every such node a type the fillers can fill, rather than leaving it mostly empty
+        and buying separate capacity for the fillers. One type is chosen for the whole round (by the value of
+        a trial top-up per price), then every node of the round is topped up from what is left."""
+        item = self.items[seed]
+        per_node = self.remaining[seed]
+        if item.cap:
+            per_node = min(per_node, item.cap)
+        for _, cap in item.groups:
+            per_node = min(per_node, cap)
+        if per_node <= 0:
+            return []
+        rounds = min(needed, -(-self.remaining[seed] // per_node))
+        seed_load = tuple(d * per_node for d in item.demand)
+        seed_groups = {group for group, _ in item.groups}
+        options = list(self._holding(self.group_of[seed], seed_load))
+        if not options:
+            return []
+        fillers_of: dict[int, list[int]] = {}
+        for cand in options:
+            if cand.groups not in fillers_of:
+                fillers_of[cand.groups] = [
+                    k
+                    for k in active
+                    if k != seed
+                    and cand.groups >> self.group_of[k] & 1
+                    and not self.items[k].together
+                    and not self.items[k].conflicts
+                    and not self.conflicted_by[k]
+                    and not seed_groups.intersection(group for group, _ in self.items[k].groups)
+                ]
+        seed_value = per_node * self.values[seed]
+        budget_of: dict[int, float] = {}  # per node: a fair share of the fillers over the nodes still needed
+        for groups, fillers in fillers_of.items():
+            budget_of[groups] = sum(self.remaining[k] * self.values[k] for k in fillers) / needed
+        for cand in options:
+            available = seed_value + budget_of[cand.groups]
+            if cand.valued_at != self.price_version:
+                cand.capacity = self._capacity_value(self.types[cand.type_index].room, cand.groups)
+                cand.valued_at = self.price_version
+            cand.bound = min(cand.capacity, available) / cand.price if cand.price > 0 else math.inf
+        options.sort(key=lambda c: (-c.bound, c.price))
+        left = list(self.remaining)
+        trials: list[tuple[float, float, _Candidate]] = []
+        tried = 0
+        for cand in options:
+            if tried >= FORCED_TRIALS or (trials and cand.bound < max(t[0] for t in trials) * (1 + 1e-9)):
+                break
+            if not self._within_limits(cand.type_index, 1):
+                continue
+            tried += 1
+            trial = self._top_up(
+                cand,
+                seed,
+                per_node,
+                self._fill_order(cand, fillers_of[cand.groups]),
+                list(left),
+                budget_of[cand.groups],
+            )
+            value = sum(self.values[k] * count for k, count in trial.items())
+            trials.append((value / cand.price if cand.price > 0 else math.inf, value, cand))
+        if not trials:  # every bin that holds the seed would breach a limit
+            self.limit_blocked.add(seed)
+            return []
+        self.limit_blocked.discard(seed)
+        # nearly as efficient and cheaper wins: fillers left over pack as well elsewhere
+        good = max(t[0] for t in trials) * (1 - FORCED_SLACK)
+        cand = min((t for t in trials if t[0] >= good), key=lambda t: (t[2].price, -t[1]))[2]
+        while rounds > 1 and not self._within_limits(cand.type_index, rounds):
+            rounds -= 1
+        order = self._fill_order(cand, fillers_of[cand.groups])
+        patterns: dict[tuple[tuple[int, int], ...], int] = {}
+        for _ in range(rounds):
+            take = min(per_node, left[seed])
+            if take <= 0:
+                break
+            contents = self._top_up(cand, seed, take, order, left, budget_of[cand.groups])
+            key = tuple(sorted(contents.items()))
+            patterns[key] = patterns.get(key, 0) + 1
+        return [PackedNode(cand.offer, contents, count) for contents, count in patterns.items()]
+
+    def _fill_order(self, cand: _Candidate, fillers: list[int]) -> _FillOrder:
+        """The fillers by cpu:memory skew against the bin's own shape, by value, and the smallest request
+        per dimension: computed once per round and bin, shared by every node of the round."""
+        room = self.types[cand.type_index].room
+        inv = [1.0 / r if r > 0 else 0.0 for r in room]
+        live = [k for k in fillers if self.remaining[k] > 0]
+        skew = {
+            k: self.items[k].demand[MEMORY] * inv[MEMORY] - self.items[k].demand[CPU] * inv[CPU] for k in live
+        }
+        smallest = [min((self.items[k].demand[r] for k in live), default=0) for r in range(self.dims)]
+        return (
+            sorted(live, key=lambda k: skew[k]),
+            skew,
+            sorted(live, key=lambda k: -self.values[k]),
+            smallest,
+        )
+
+    def _holding(self, group: int, load: tuple[int, ...]) -> list[_Candidate]:
+        """The bins that serve `group` and hold `load` (memoised: forced rounds repeat them)."""
+        key = (group, load)
+        found = self.holding_cache.get(key)
+        if found is None:
+            bit = 1 << group
+            found = [
+                c for c in self.candidates if c.groups & bit and _fits(load, self.types[c.type_index].room)
+            ]
+            self.holding_cache[key] = found
+        return found
+
+    def _top_up(
+        self,
+        cand: _Candidate,
+        seed: int,
+        seed_count: int,
+        order: _FillOrder,
+        left: list[int],
+        budget: float,
+    ) -> dict[int, int]:
+        """Fill one node: `seed_count` seed pods, then fillers (worth at most about `budget`) steered towards
+        the node's own cpu:memory shape, then whatever still fits by value. Consumes from `left`."""
+        items = self.items
+        room = self.types[cand.type_index].room
+        residual = [r - d * seed_count for r, d in zip(room, items[seed].demand, strict=True)]
+        taken = {seed: seed_count}
+        left[seed] -= seed_count
+        group_used: dict[int, int] = {}
+        spent = [0.0]
+        values = self.values
+
+        def take_limit(k: int) -> int:
+            limit = left[k]
+            if limit <= 0:
+                return 0
+            room_left = budget - spent[0]
+            if room_left <= 0:
+                return 0
+            limit = min(limit, math.ceil(room_left / values[k]))
+            item = items[k]
+            if item.cap:
+                limit = min(limit, item.cap - taken.get(k, 0))
+            for group, cap in item.groups:
+                limit = min(limit, cap - group_used.get(group, 0))
+            if limit <= 0:
+                return 0
+            for amount, free in zip(item.demand, residual, strict=True):
+                if amount > 0:
+                    limit = min(limit, free // amount)
+                    if limit <= 0:
+                        return 0
+            return limit
+
+        def add(k: int, count: int) -> None:
+            item = items[k]
+            taken[k] = taken.get(k, 0) + count
+            left[k] -= count
+            spent[0] += values[k] * count
+            for r, amount in enumerate(item.demand):
+                residual[r] -= amount * count
+            for group, _ in item.groups:
+                group_used[group] = group_used.get(group, 0) + count
+
+        by_skew, skew, by_value, smallest = order
+        if not by_skew:
+            return taken
+        inv = [1.0 / r if r > 0 else 0.0 for r in room]
+        low, high = 0, len(by_skew) - 1
+        for _ in range(2 * len(by_skew) + 4):
+            imbalance = residual[MEMORY] * inv[MEMORY] - residual[CPU] * inv[CPU]
+            if abs(imbalance) < 1e-6:
+                break
+            if imbalance > 0:
+                while high >= 0 and (skew[by_skew[high]] <= 0 or take_limit(by_skew[high]) <= 0):
+                    high -= 1
+                if high < 0:
+                    break
+                k = by_skew[high]
+            else:
+                while low < len(by_skew) and (skew[by_skew[low]] >= 0 or take_limit(by_skew[low]) <= 0):
+                    low += 1
+                if low >= len(by_skew):
+                    break
+                k = by_skew[low]
+            add(k, max(1, min(take_limit(k), math.ceil(imbalance / skew[k]))))
+        for k in by_value:
+            if spent[0] >= budget or any(free < need for free, need in zip(residual, smallest, strict=True)):
+                break
+            limit = take_limit(k)
+            if limit > 0:
+                add(k, limit)
+        return taken
 
     def _capacity_value(self, room: tuple[int, ...], groups: int) -> float:
         """An upper bound on the value a node with `room` can hold: the best group's LP value of the room."""
@@ -694,17 +958,99 @@ def pack(
     """Pack `items` into nodes built from `offers` (see the module docstring)."""
     if not items:
         return PackResult((), (), frozenset(), tuple(limit_room) if limit_room is not None else None)
+    merged, members = _merge_identical(items)
+    first = _Packer(merged, types, offers, limit_room, SLICES[0])
+    bases = [first]
+    if first.capped and 0 < first._nodes_needed(list(range(len(merged)))) <= NODE_BY_NODE_UP_TO:
+        # few forced nodes: also try choosing each of them like any other node (node by node)
+        bases.append(first.fork(SLICES[0], top_up=False))
     best: PackResult | None = None
-    best_cost = math.inf
-    first: _Packer | None = None
-    for share in SLICES:
-        packer = _Packer(items, types, offers, limit_room, share, first)
-        first = first or packer
-        result = packer.run()
-        placed = sum(count for count in result.leftover)
-        cost = sum(offers[node.offer].price * node.replicas for node in result.nodes)
-        key = (placed, cost, sum(node.replicas for node in result.nodes))
-        if best is None or key < (sum(best.leftover), best_cost, sum(n.replicas for n in best.nodes)):
-            best, best_cost = result, cost
+    best_key: tuple[int, float, int] | None = None
+    for base in bases:
+        forced = base.grow(forced_only=True)  # the same for every slice share: computed once
+        for share in SLICES:
+            packer = base.fork(share)
+            result = packer.finish(forced + packer.grow())
+            cost = sum(offers[node.offer].price * node.replicas for node in result.nodes)
+            key = (sum(result.leftover), cost, sum(node.replicas for node in result.nodes))
+            if best_key is None or key < best_key:
+                best, best_key = result, key
     assert best is not None
-    return best
+    return _split(best, items, members)
+
+
+def _merge_identical(items: Sequence[Item]) -> tuple[list[Item], list[list[int]]]:
+    """Items that are interchangeable for packing (same requests, offers and shared caps, no per-item cap
+    or conflict) become one item: pod classes that differ only in labels nobody selects pack as one."""
+    referenced = {j for item in items for j in item.conflicts}
+    merged: list[Item] = []
+    members: list[list[int]] = []
+    slot: dict[tuple[object, ...], int] = {}
+    index_of: list[int] = []
+    for k, item in enumerate(items):
+        key: tuple[object, ...] | None = None
+        if not item.cap and not item.conflicts and not item.together and k not in referenced:
+            key = (item.demand, item.offers, item.groups)
+        position = slot.get(key) if key is not None else None
+        if position is None:
+            position = len(merged)
+            merged.append(item)
+            members.append([k])
+            if key is not None:
+                slot[key] = position
+        else:
+            merged[position] = replace(merged[position], count=merged[position].count + item.count)
+            members[position].append(k)
+        index_of.append(position)
+    if len(merged) > len(items) * MERGE_WORTH:  # merging barely shrinks the work: keep the classes apart
+        return list(items), [[k] for k in range(len(items))]
+    merged = [
+        replace(item, conflicts=frozenset(index_of[j] for j in item.conflicts)) if item.conflicts else item
+        for item in merged
+    ]
+    return merged, members
+
+
+def _split(result: PackResult, items: Sequence[Item], members: list[list[int]]) -> PackResult:
+    """Map a result over merged items back to the original items (members are used in order)."""
+    if all(len(group) == 1 for group in members) and len(members) == len(items):
+        return result
+    queues: list[list[list[int]]] = [[[k, items[k].count] for k in group] for group in members]
+    nodes: list[PackedNode] = []
+    for node in result.nodes:
+        replicas = node.replicas
+        while replicas > 0:
+            run = replicas
+            for m, count in node.contents:
+                head = queues[m][0] if queues[m] else None
+                run = min(run, head[1] // count if head is not None else 0)
+            if run > 0:
+                contents = []
+                for m, count in node.contents:
+                    head = queues[m][0]
+                    contents.append((head[0], count))
+                    head[1] -= count * run
+                    if head[1] == 0:
+                        queues[m].pop(0)
+                nodes.append(PackedNode(node.offer, tuple(sorted(contents)), run))
+                replicas -= run
+                continue
+            taken: dict[int, int] = {}
+            for m, count in node.contents:
+                need = count
+                while need > 0 and queues[m]:
+                    head = queues[m][0]
+                    take = min(need, head[1])
+                    taken[head[0]] = taken.get(head[0], 0) + take
+                    head[1] -= take
+                    need -= take
+                    if head[1] == 0:
+                        queues[m].pop(0)
+            nodes.append(PackedNode(node.offer, tuple(sorted(taken.items())), 1))
+            replicas -= 1
+    leftover = [0] * len(items)
+    for queue in queues:
+        for k, count in queue:
+            leftover[k] = count
+    blocked = frozenset(k for m in result.limit_blocked for k in members[m])
+    return PackResult(tuple(nodes), tuple(leftover), blocked, result.limit_room)

@@ -22,7 +22,14 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
    host ports, conflicts) and `packer.pack` chooses types, zones and capacity types at least total cost within
    the pool's limits. What a pool cannot take (limits, no fitting type) goes to the next pool.
 5. *Claims.* Each packed node becomes a `ClaimPlan` with its narrowed requirements and every compatible
-   offering cheapest first (≤ `max_instance_types` types) so a launch can fall back.
+   offering cheapest first (≤ `max_instance_types` types) so a launch can fall back. The cut keeps the
+   pool's `minValues`: a type bringing a value still missing is always kept, others only while the slots
+   left cover the values still missing. Under the Strict policy a type is not packed into at all when the
+   types at least as big (its claims' fallback list) cannot offer `minValues` distinct values; a pod only
+   such types could hold is unschedulable with that reason.
+
+Existing nodes are checked against the inverse anti-affinity of their own pods through an index by hostname,
+so filling 1,000 nodes does not rescan every placed pod per (node, class).
 """
 
 from __future__ import annotations
@@ -120,10 +127,13 @@ class _Solver:
         self.nodes = [self._node_state(n) for n in self._ordered(inp.nodes)]
         self.in_flight = [self._node_state(n) for n in self._ordered(inp.in_flight)]
         self.placed: list[_Placed] = []
+        # indexes over `placed` for the anti-affinity checks that would otherwise scan every placed pod
+        self._host_anti: dict[str, list[_Placed]] = {}  # hostname -> placed pods with hostname anti-affinity
+        self._domain_anti: list[tuple[int, _Placed]] = []  # (position, placed) with other anti-affinity
         for state in (*self.nodes, *self.in_flight):
             for pod in state.pods:
                 if pod.counts_for_topology():
-                    self.placed.append(
+                    self._record(
                         _Placed(
                             pod.label_map(),
                             pod.namespace,
@@ -137,12 +147,27 @@ class _Solver:
         self.claim_counter: dict[str, int] = {}
         self._dims: list[str] = list(_PACK_DIMS)
         self._offers_of: list[list[int]] = []
+        self._offer_order: list[int] = []
+        self._type_order_cache: dict[int, tuple[list[int], dict[int, list[int]]]] = {}
+        self._fallback_cache: dict[tuple[int, tuple[int, ...], int], tuple[OfferingOption, ...]] = {}
         self._serving_cache: dict[tuple[str, Requirements], list[int]] = {}
+        self._zones_cache: dict[tuple[str, Requirements], list[tuple[Resources, frozenset[str]]]] = {}
         self._universe_cache: dict[tuple[object, ...], list[str]] = {}
         self._before_class = 0
         self._fitting_cache: dict[tuple[object, ...], bool] = {}
 
     # --- setup --------------------------------------------------------------------------------------------
+    def _record(self, placed: _Placed) -> None:
+        """Remember a placement for topology counting, and index its anti-affinity terms by kind."""
+        if placed.anti_affinity:
+            if any(term.topology_key == HOSTNAME for term in placed.anti_affinity):
+                host = placed.domains.get(HOSTNAME)
+                if host is not None:
+                    self._host_anti.setdefault(host, []).append(placed)
+            if any(term.topology_key != HOSTNAME for term in placed.anti_affinity):
+                self._domain_anti.append((len(self.placed), placed))
+        self.placed.append(placed)
+
     @staticmethod
     def _ordered(nodes: Iterable[ExistingNode]) -> list[ExistingNode]:
         return sorted((n for n in nodes if not n.deleting), key=lambda n: (not n.initialized, n.name))
@@ -235,7 +260,13 @@ class _Solver:
         known = self._fitting_cache.get(fit_key)
         if known:
             return None
-        fitting = [o for o in compatible if cls.requests.fits(o.room)]
+        requests = cls.requests
+        ports = set(cls.example.host_ports)
+        fitting = (
+            [o for o in compatible if requests.fits(o.room)]
+            if ports
+            else [o for o in (next((o for o in compatible if requests.fits(o.room)), None),) if o is not None]
+        )
         if not fitting:
             for resource, amount in cls.requests.items:
                 largest = max(o.room.get(resource) for o in compatible)
@@ -245,7 +276,6 @@ class _Solver:
                         f"(the largest has {format_quantity(resource, max(largest, 0))} after overhead and DaemonSets)"
                     )
             return f"{name}: no instance type has room for the pod's requests"
-        ports = set(cls.example.host_ports)
         if ports and all(any(p.conflicts(q) for p in ports for q in o.daemon_ports) for o in fitting):
             return f"{name}: a DaemonSet already uses the pod's host ports on every instance type"
         self._fitting_cache[fit_key] = True
@@ -264,6 +294,22 @@ class _Solver:
         if found is None:
             found = [i for i, o in enumerate(template.options) if self._type_serves(o, requirements)]
             self._serving_cache[key] = found
+        return found
+
+    def _zones_by_type(
+        self, template: NodeTemplate, merged: Requirements
+    ) -> list[tuple[Resources, frozenset[str]]]:
+        """(room, zones its allowed offerings are in) per type serving `merged` (memoised)."""
+        key = (template.name, merged)
+        found = self._zones_cache.get(key)
+        if found is None:
+            found = []
+            for index in self._serving(template, merged):
+                option = template.options[index]
+                zones = frozenset(o.zone for o in option.offerings if o.allowed_by(merged))
+                if zones:
+                    found.append((option.room, zones))
+            self._zones_cache[key] = found
         return found
 
     def _infeasible(self, cls: _Class, variant: Variant) -> str | None:
@@ -336,11 +382,9 @@ class _Solver:
                 continue
             merged = template.requirements.intersect(requirements)
             if key == wk.ZONE:
-                for option in template.options:
-                    if cls.requests.fits(option.room) and option.instance_type.requirements().compatible(
-                        merged
-                    ):
-                        values.update(o.zone for o in option.offerings if o.allowed_by(merged))
+                for room, zones in self._zones_by_type(template, merged):
+                    if cls.requests.fits(room):
+                        values.update(zones)
             else:
                 allowed = merged.values(key)
                 if allowed:
@@ -373,7 +417,7 @@ class _Solver:
         pinned = _Unit(
             unit.cls, unit.requirements.intersect(Requirements((KeyRequirement.in_(key, (value,)),))), pods
         )
-        self.placed.append(
+        self._record(
             _Placed(
                 unit.cls.labels,
                 unit.cls.example.namespace,
@@ -473,7 +517,9 @@ class _Solver:
         """Running (or planned) pods whose required anti-affinity selects this class exclude their domains."""
         labels, namespace = unit.cls.labels, unit.cls.example.namespace
         excluded: dict[str, set[str]] = {}
-        for placed in self.placed[: self._before_class]:  # not this class's own pinned siblings
+        for position, placed in self._domain_anti:
+            if position >= self._before_class:
+                break  # not this class's own pinned siblings
             for term in placed.anti_affinity:
                 if term.topology_key == HOSTNAME:
                     continue
@@ -505,13 +551,13 @@ class _Solver:
     def _node_room(self, state: _NodeState, unit: _Unit) -> int:
         cls = unit.cls
         variant = unit.variant
-        if not self._node_admits(state, cls, variant, unit.requirements):
-            return 0
         limit = len(unit.pods)
-        for name, amount in cls.requests.items:
+        for name, amount in cls.requests.items:  # the cheap test first: most full nodes stop here
             if amount > 0:
                 limit = min(limit, state.free.get(name, 0) // amount)
-        if limit <= 0:
+                if limit <= 0:
+                    return 0
+        if not self._node_admits(state, cls, variant, unit.requirements):
             return 0
         owner = cls.example
         for port in owner.host_ports:
@@ -529,9 +575,7 @@ class _Solver:
                     return 0
                 if self._self_selects(cls, term):
                     limit = min(limit, 1)
-        for placed in self.placed:  # inverse anti-affinity of pods on this node
-            if placed.domains.get(HOSTNAME) != host:
-                continue
+        for placed in self._host_anti.get(host, ()):  # inverse anti-affinity of pods on this node
             for term in placed.anti_affinity:
                 if (
                     term.topology_key == HOSTNAME
@@ -572,7 +616,7 @@ class _Solver:
                     state.free[name] = state.free.get(name, 0) - amount * count
                 state.pods.extend(pods)
                 state.placed.extend(p.key for p in pods)
-                self.placed.append(
+                self._record(
                     _Placed(
                         unit.cls.labels,
                         unit.cls.example.namespace,
@@ -613,6 +657,7 @@ class _Solver:
         offers: list[Offer] = []
         offer_option: list[TypeOption] = []
         self._offers_of = []
+        narrow = self._min_values_narrow(template)
         for type_index, option in enumerate(options):
             own = []
             for offering in option.offerings:
@@ -625,13 +670,14 @@ class _Solver:
         limit_room = (
             [template.pool.limits.get(n) - usage.get(n) for n in limit_names] if limit_names else None
         )
-        types = [
+        rooms = [tuple(max(0, option.room.get(d)) for d in dims) for option in options]
+        types = [  # a type minValues rules out takes nothing (it can still be a fallback of bigger claims)
             BinType(
                 option.name,
-                tuple(max(0, option.room.get(d)) for d in dims),
+                rooms[index] if index not in narrow else tuple(0 for _ in dims),
                 tuple((option.capacity + Resources.of({"nodes": 1})).get(n) for n in limit_names),
             )
-            for option in options
+            for index, option in enumerate(options)
         ]
         mask_cache: dict[Requirements, int] = {}
         items: list[Item] = []
@@ -660,11 +706,14 @@ class _Solver:
             items.append(Item(len(unit.pods), tuple(unit.cls.requests.get(d) for d in dims), mask))
         items = self._hostname_constraints(units, items)
         result = pack(items, types, offers, limit_room)
-        rooms = [t.room for t in types]
+        self._offer_order = sorted(range(len(offers)), key=lambda i: (offers[i].price, i))
+        self._type_order_cache = {}
+        self._fallback_cache = {}
         for node in result.nodes:
-            fallback = self._fallback(items, offers, options, rooms, node.offer, node.contents)
+            fallback = self._fallback(template, items, offers, options, rooms, node.offer, node.contents)
+            narrowing = _offering_requirements(fallback)  # once per pattern, not per replica
             for _ in range(node.replicas):
-                self._claim(template, units, offers, options, node.offer, node.contents, fallback)
+                self._claim(template, units, offers, options, node.offer, node.contents, fallback, narrowing)
         for k, unit in enumerate(units):
             if unit.pods:
                 unit.reasons.append(
@@ -684,18 +733,26 @@ class _Solver:
         conflicts: list[set[int]] = [set() for _ in units]
         together = [False] * len(units)
         group_ids: dict[tuple[object, ...], int] = {}
+        anti_memo: dict[tuple[PodAffinityTerm, str], tuple[set[int], set[int]]] = {}
+        spread_memo: dict[tuple[TopologySpread, str], list[int]] = {}
         for k, unit in enumerate(units):
             owner = unit.cls.example
             variant = unit.variant
             for term in variant.anti_affinity:
                 if term.topology_key != HOSTNAME:
                     continue
-                matched = {
-                    j
-                    for j, other in enumerate(units)
-                    if _selects(owner, term, other.cls.labels, other.cls.example.namespace)
-                }
-                holders = {j for j, other in enumerate(units) if term in other.variant.anti_affinity}
+                memo = anti_memo.get((term, owner.namespace))
+                if memo is None:  # classes share terms: each distinct term is matched against all once
+                    memo = (
+                        {
+                            j
+                            for j, other in enumerate(units)
+                            if _selects(owner, term, other.cls.labels, other.cls.example.namespace)
+                        },
+                        {j for j, other in enumerate(units) if term in other.variant.anti_affinity},
+                    )
+                    anti_memo[(term, owner.namespace)] = memo
+                matched, holders = memo
                 if matched and matched == holders:
                     gid = group_ids.setdefault(("anti", term, owner.namespace), len(group_ids))
                     if (gid, 1) not in groups[k]:
@@ -710,12 +767,15 @@ class _Solver:
                 if spread.topology_key != HOSTNAME:
                     continue
                 gid = group_ids.setdefault(("spread", spread, owner.namespace), len(group_ids))
-                members = [
-                    j
-                    for j, other in enumerate(units)
-                    if j == k or _spread_matches(owner, spread, other.cls.labels, other.cls.example.namespace)
-                ]
-                for j in members:
+                selected = spread_memo.get((spread, owner.namespace))
+                if selected is None:
+                    selected = [
+                        j
+                        for j, other in enumerate(units)
+                        if _spread_matches(owner, spread, other.cls.labels, other.cls.example.namespace)
+                    ]
+                    spread_memo[(spread, owner.namespace)] = selected
+                for j in (k, *selected):
                     if (gid, spread.max_skew) not in groups[j]:
                         groups[j].append((gid, spread.max_skew))
             for term in variant.affinity:
@@ -768,10 +828,21 @@ class _Solver:
             return f"{name}: its limits are reached"
         if any(t.topology_key == HOSTNAME for t in unit.variant.affinity):
             return f"{name}: pods with hostname affinity must share one node and do not fit on one"
+        narrow = self._min_values_narrow(template)
+        if narrow and all(
+            i in narrow for i, option in enumerate(template.options) if unit.cls.requests.fits(option.room)
+        ):
+            wanted = ", ".join(
+                f"{item.min_values} values of {item.key}"
+                for item in template.requirements.items
+                if item.min_values
+            )
+            return f"{name}: no instance type that fits the pod leaves minValues ({wanted}) to fall back on"
         return f"{name}: no instance type can take the pod next to its constraints"
 
     def _fallback(
         self,
+        template: NodeTemplate,
         items: list[Item],
         offers: list[Offer],
         options: tuple[TypeOption, ...],
@@ -779,40 +850,113 @@ class _Solver:
         offer_index: int,
         contents: tuple[tuple[int, int], ...],
     ) -> tuple[OfferingOption, ...]:
-        """Every offering all the node's pods accept whose type holds them, cheapest first, <= N types."""
+        """Every offering all the node's pods accept whose type holds them, cheapest first, <= N types (the
+        N keep the pool's `minValues`)."""
         mask = -1
         load = [0] * len(rooms[0]) if rooms else []
         for k, count in contents:
             mask &= items[k].offers
             for r, amount in enumerate(items[k].demand):
                 load[r] += amount * count
+        memo_key = (mask, tuple(load), offer_index)
+        known = self._fallback_cache.get(memo_key)
+        if known is not None:
+            return known
+        order, per_type = self._type_order(mask, offers)
+        limit = self.inp.max_instance_types
+        bounded = not any(item.min_values for item in template.requirements.items)
+        fitting: list[int] = []
+        for type_index in order:
+            if all(a >= b for a, b in zip(rooms[type_index], load, strict=True)):
+                fitting.append(type_index)
+                if bounded and len(fitting) >= limit:
+                    break
+        names = [options[t].name for t in fitting]
+        kept = set(self._truncate(template, names))
         rows: list[tuple[float, int, str, str, str]] = []
-        for type_index, option in enumerate(options):
-            if not all(a >= b for a, b in zip(rooms[type_index], load, strict=True)):
-                continue
-            for index in self._offers_of[type_index]:
-                if mask >> index & 1:
+        for type_index in fitting:
+            name = options[type_index].name
+            if name in kept:
+                for index in per_type[type_index]:
                     offer = offers[index]
                     rows.append(
-                        (
-                            offer.price,
-                            0 if index == offer_index else 1,
-                            option.name,
-                            offer.zone,
-                            offer.capacity_type,
-                        )
+                        (offer.price, 0 if index == offer_index else 1, name, offer.zone, offer.capacity_type)
                     )
         rows.sort()
-        names: list[str] = []
-        for row in rows:
-            if row[2] not in names:
-                names.append(row[2])
-                if len(names) >= self.inp.max_instance_types:
+        found = tuple(OfferingOption(name, zone, ct, price) for price, _, name, zone, ct in rows)
+        self._fallback_cache[memo_key] = found
+        return found
+
+    def _type_order(self, mask: int, offers: list[Offer]) -> tuple[list[int], dict[int, list[int]]]:
+        """For an offer mask: type indexes by their cheapest offer in the mask, and each type's offers in it."""
+        found = self._type_order_cache.get(mask)
+        if found is None:
+            per_type: dict[int, list[int]] = {}
+            for index in self._offer_order:
+                if mask >> index & 1:
+                    per_type.setdefault(offers[index].type_index, []).append(index)
+            found = (list(per_type), per_type)
+            self._type_order_cache[mask] = found
+        return found
+
+    def _truncate(self, template: NodeTemplate, names: list[str]) -> list[str]:
+        """At most `max_instance_types` of `names` (cheapest first), keeping `minValues` distinct values per
+        key when the whole list has them: a type that brings a value still missing is always kept, any other
+        only while the slots left cover the values still missing."""
+        limit = self.inp.max_instance_types
+        if len(names) <= limit:
+            return names
+        requirements = template.requirements
+        wanted = [(item.key, item.min_values) for item in requirements.items if item.min_values]
+        if not wanted:
+            return names[:limit]
+        by_name = {option.name: option for option in template.options}
+        seen: dict[str, set[str]] = {key: set() for key, _ in wanted}
+        chosen: list[str] = []
+        for name in names:
+            labels = self._type_values(by_name[name], requirements, wanted)
+            missing = sum(max(0, minimum - len(seen[key])) for key, minimum in wanted)
+            brings = any(len(seen[key]) < minimum and labels[key] - seen[key] for key, minimum in wanted)
+            if brings or len(chosen) + 1 + missing <= limit:
+                chosen.append(name)
+                for key, _ in wanted:
+                    seen[key] |= labels[key]
+                if len(chosen) >= limit:
                     break
-        kept = set(names)
-        return tuple(
-            OfferingOption(name, zone, ct, price) for price, _, name, zone, ct in rows if name in kept
-        )
+        return chosen
+
+    @staticmethod
+    def _type_values(
+        option: TypeOption, requirements: Requirements, wanted: list[tuple[str, int]]
+    ) -> dict[str, set[str]]:
+        own = option.instance_type.requirements()
+        return {
+            key: {value for value in (own.values(key) or ()) if requirements.allows(key, value)}
+            for key, _ in wanted
+        }
+
+    def _min_values_narrow(self, template: NodeTemplate) -> set[int]:
+        """Types a claim must not be packed into under `minValues` (policy Strict): those for which the types
+        at least as big (the claim's fallback list) no longer offer `minValues` distinct values of some key."""
+        requirements = template.requirements
+        wanted = [(item.key, item.min_values) for item in requirements.items if item.min_values]
+        if not wanted or self.inp.settings.min_values_policy != "Strict":
+            return set()
+        options = template.options
+        values = [self._type_values(option, requirements, wanted) for option in options]
+        rooms = [option.room for option in options]
+        narrow: set[int] = set()
+        for i, room in enumerate(rooms):
+            seen: dict[str, set[str]] = {key: set() for key, _ in wanted}
+            for j, other in enumerate(rooms):
+                if room.fits(other):
+                    for key, _ in wanted:
+                        seen[key] |= values[j][key]
+                    if all(len(seen[key]) >= minimum for key, minimum in wanted):
+                        break
+            if any(len(seen[key]) < minimum for key, minimum in wanted):
+                narrow.add(i)
+        return narrow
 
     def _claim(
         self,
@@ -823,6 +967,7 @@ class _Solver:
         offer_index: int,
         contents: tuple[tuple[int, int], ...],
         fallback: tuple[OfferingOption, ...],
+        narrowing: tuple[Requirements, tuple[str, ...]],
     ) -> None:
         pods: list[Pod] = []
         requirements = template.requirements
@@ -835,16 +980,8 @@ class _Solver:
             load = load + unit.cls.requests.scale(len(taken))
         chosen = offers[offer_index]
         chosen_option = options[chosen.type_index]
-        type_names = list(dict.fromkeys(o.instance_type for o in fallback))
-        requirements = requirements.intersect(
-            Requirements(
-                (
-                    KeyRequirement.in_(wk.INSTANCE_TYPE, type_names),
-                    KeyRequirement.in_(wk.CAPACITY_TYPE, {o.capacity_type for o in fallback}),
-                    KeyRequirement.in_(wk.ZONE, {o.zone for o in fallback}),
-                )
-            )
-        )
+        offered, type_names = narrowing
+        requirements = requirements.intersect(offered)
         number = self.claim_counter.get(template.name, 0) + 1
         self.claim_counter[template.name] = number
         name = f"{template.name}-{number}"
@@ -855,7 +992,7 @@ class _Solver:
                 nodepool=template.name,
                 node_class=template.node_class.name,
                 requirements=requirements,
-                instance_types=tuple(type_names),
+                instance_types=type_names,
                 offerings=fallback,
                 instance_type=chosen_option.name,
                 zone=chosen.zone,
@@ -873,7 +1010,7 @@ class _Solver:
         domains = {**labels, wk.ZONE: chosen.zone, wk.CAPACITY_TYPE: chosen.capacity_type, HOSTNAME: name}
         for k, count in contents:
             unit = units[k]
-            self.placed.append(
+            self._record(
                 _Placed(
                     unit.cls.labels, unit.cls.example.namespace, domains, count, unit.variant.anti_affinity
                 )
@@ -901,6 +1038,19 @@ class _Solver:
         order = {pod.key: index for index, pod in enumerate(self.inp.pods)}
         unschedulable = tuple(sorted(self.unschedulable, key=lambda row: order.get(row[0], 0)))
         return Plan(tuple(self.claims), existing, unschedulable)
+
+
+def _offering_requirements(fallback: tuple[OfferingOption, ...]) -> tuple[Requirements, tuple[str, ...]]:
+    """What a claim's offerings allow (types, capacity types, zones), and its type names cheapest first."""
+    type_names = tuple(dict.fromkeys(o.instance_type for o in fallback))
+    offered = Requirements(
+        (
+            KeyRequirement.in_(wk.INSTANCE_TYPE, type_names),
+            KeyRequirement.in_(wk.CAPACITY_TYPE, {o.capacity_type for o in fallback}),
+            KeyRequirement.in_(wk.ZONE, {o.zone for o in fallback}),
+        )
+    )
+    return offered, type_names
 
 
 def offer_allowed(offer: Offer, requirements: Requirements) -> bool:

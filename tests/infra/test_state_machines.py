@@ -1,4 +1,4 @@
-"""The deployed state machines: H8's definitions, valid ASL once tokens are resolved, and their permissions."""
+"""The deployed state machines: the workflow definitions, valid ASL once tokens are resolved, and their permissions."""
 
 from __future__ import annotations
 

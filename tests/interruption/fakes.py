@@ -1,6 +1,6 @@
 """In-memory fakes for the ports interruption handling uses, and builders for claims and AWS-shaped events.
 
-The store fakes come from `longshore.adapters.memory` (H5); the rest are stateful fakes that record outcomes
+The store fakes come from `longshore.adapters.memory`; the rest are stateful fakes that record outcomes
 (executions started, nodes deleted, events posted, instances terminated, provisioner triggers), so tests
 assert on state rather than on calls.
 """

@@ -1,4 +1,4 @@
-"""A planner test world: H8's in-memory cluster and instances, the claim store, a launcher whose replacements
+"""A planner test world: the workflow tests' in-memory cluster and instances, the claim store, a launcher whose replacements
 become nodes on the virtual clock, and the real workflows run by the virtual-time ASL executor.
 
 Theory of operation: `PlannerWorld` wires `DisruptionService` exactly as the Lambda does, but on fakes that

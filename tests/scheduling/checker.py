@@ -2,7 +2,7 @@
 
 Theory of operation: the checker rebuilds every node a plan produces (existing nodes with their new pods,
 new claims as the chosen instance type in the chosen zone) and checks them against first principles, with
-its own small matchers for labels, tolerations and selectors. It uses only the catalog, H2's allocatable
+its own small matchers for labels, tolerations and selectors. It uses only the catalog, the catalog's allocatable
 formula and the raw pods, never the scheduler's own data structures. A violation is a sentence naming the
 node and the pods; `check(inp, plan)` returns all of them (an empty list means the plan is valid).
 """

@@ -1,6 +1,6 @@
 """`longshore plan`: a dry run of the packing engine on manifests, as a table or as JSON.
 
-Theory of operation: the cluster comes from `--config` (H1's loader, every error reported with file and
+Theory of operation: the cluster comes from `--config` (the config loader, every error reported with file and
 line), pending pods and DaemonSets from `--pods` (Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet
 manifests; replicas expanded), existing nodes and their pods from `--nodes` (Node manifests plus pods with
 `spec.nodeName`). The instance catalog is EC2's: the DescribeInstanceTypes / DescribeInstanceTypeOfferings

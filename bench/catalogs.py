@@ -4,19 +4,12 @@
 it (§8.1): type i has i+1 vCPU, 2(i+1) GiB and 10(i+1) pods, offered spot in zones 1-2 and on-demand in
 zones 1-3, every offering priced 0.1 x vCPU + 0.1 x GiB. `real_catalog(region)` is EC2's real shapes and
 zone offerings as moto ships them, priced from `longshore/data/prices.json`, assembled by the production
-`adapters.aws.instance_types.build_catalog` (no AWS calls).
+`adapters.aws.instance_types.offline_catalog` (no AWS calls).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
-from functools import cache
-from importlib import resources
-from typing import Any
-
-from longshore.adapters.aws.instance_types import RegionShapes, build_catalog
-from longshore.adapters.aws.pricing import RegionPrices, shipped_table
+from longshore.adapters.aws.instance_types import offline_catalog
 from longshore.core.catalog import GIB, MIB, Catalog, InstanceType, Offering
 from longshore.core.resources import Resources
 
@@ -46,22 +39,5 @@ def fake_catalog(count: int = 400) -> Catalog:
     return Catalog(tuple(types), region="fake")
 
 
-def _moto(*parts: str) -> Any:
-    with resources.files("moto").joinpath("ec2", "resources", *parts).open("rb") as handle:
-        return json.loads(gzip.decompress(handle.read()))
-
-
-@cache
 def real_catalog(region: str = "us-east-1") -> Catalog:
-    shapes = _moto("instance_types.json.gz")
-    zones_of: dict[str, set[str]] = {}
-    for entry in _moto("instance_type_offerings", "availability-zone", f"{region}.json.gz"):
-        zones_of.setdefault(entry["InstanceType"], set()).add(entry["Location"])
-    region_shapes = RegionShapes(
-        region,
-        tuple(info for _, info in sorted(shapes.items())),
-        {k: tuple(sorted(v)) for k, v in zones_of.items()},
-        {},
-        0.0,
-    )
-    return build_catalog(region_shapes, RegionPrices(region, {}, {}, "table", "table", 0.0, shipped_table()))
+    return offline_catalog(region)

@@ -12,11 +12,7 @@ shaped dict, so tests exercise the same parser production uses. Catalogs come in
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -239,34 +235,11 @@ def catalog(*types: InstanceType, region: str = "us-east-1") -> Catalog:
     return Catalog(tuple(types), region=region)
 
 
-def _moto_resource(*parts: str) -> Any:
-    path = resources.files("moto").joinpath("ec2", "resources", *parts)
-    with path.open("rb") as handle:
-        return json.loads(gzip.decompress(handle.read()))
-
-
-@cache
 def real_catalog(region: str = "us-east-1", names: tuple[str, ...] | None = None) -> Catalog:
     """EC2's real shapes and zones for `region` (from moto's data files), priced from the shipped table."""
-    from longshore.adapters.aws.instance_types import RegionShapes, build_catalog
-    from longshore.adapters.aws.pricing import RegionPrices, shipped_table
+    from longshore.adapters.aws.instance_types import offline_catalog
 
-    shapes = _moto_resource("instance_types.json.gz")
-    offerings = _moto_resource("instance_type_offerings", "availability-zone", f"{region}.json.gz")
-    zones_of: dict[str, list[str]] = {}
-    for entry in offerings:
-        zones_of.setdefault(entry["InstanceType"], []).append(entry["Location"])
-    wanted = set(names) if names else None
-    types = tuple(info for key, info in sorted(shapes.items()) if wanted is None or key in wanted)
-    region_shapes = RegionShapes(
-        region=region,
-        types=types,
-        zones_of={k: tuple(sorted(set(v))) for k, v in zones_of.items()},
-        zone_ids={},
-        fetched_at=0.0,
-    )
-    prices = RegionPrices(region, {}, {}, "table", "table", 0.0, shipped_table())
-    return build_catalog(region_shapes, prices)
+    return offline_catalog(region, names)
 
 
 # --- existing nodes -----------------------------------------------------------------------------------------

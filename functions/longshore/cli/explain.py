@@ -23,7 +23,6 @@ does not exist, 2 for bad options or configuration.
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -152,37 +151,15 @@ def claim_store(table: str | None, claims_file: Path | None, region: str) -> Cla
     return DynamoClaimStore(DynamoTable(boto3.client("dynamodb", region_name=region), str(table)))
 
 
-@functools.cache
 def offline_catalog(region: str) -> Catalog:
     """EC2's instance shapes and zones as moto ships them, priced from the shipped table (no AWS calls)."""
-    import gzip
-    from importlib import resources
+    from longshore.adapters.aws.instance_types import OfflineDataMissing
+    from longshore.adapters.aws.instance_types import offline_catalog as build
 
-    from longshore.adapters.aws.instance_types import RegionShapes, build_catalog
-    from longshore.adapters.aws.pricing import RegionPrices, shipped_table
-
-    def data(*parts: str) -> Any:
-        try:
-            path = resources.files("moto").joinpath("ec2", "resources", *parts)
-            with path.open("rb") as handle:
-                return json.loads(gzip.decompress(handle.read()))
-        except (ModuleNotFoundError, FileNotFoundError) as error:
-            raise click.ClickException(
-                f"no offline instance data for {region} ({error}); pass --live"
-            ) from error
-
-    shapes = data("instance_types.json.gz")
-    zones_of: dict[str, set[str]] = {}
-    for entry in data("instance_type_offerings", "availability-zone", f"{region}.json.gz"):
-        zones_of.setdefault(entry["InstanceType"], set()).add(entry["Location"])
-    region_shapes = RegionShapes(
-        region,
-        tuple(info for _, info in sorted(shapes.items())),
-        {k: tuple(sorted(v)) for k, v in zones_of.items()},
-        {},
-        0.0,
-    )
-    return build_catalog(region_shapes, RegionPrices(region, {}, {}, "table", "table", 0.0, shipped_table()))
+    try:
+        return build(region)
+    except OfflineDataMissing as error:
+        raise click.ClickException(f"no offline instance data for {region} ({error}); pass --live") from error
 
 
 def load_catalog_for(config: ClusterConfig, live: bool) -> Catalog:

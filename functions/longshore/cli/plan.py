@@ -12,12 +12,9 @@ and why the rest cannot run. `--json` prints `Plan.to_dict()` (schema in docs/sc
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -28,32 +25,15 @@ from longshore.core.catalog import Catalog
 from longshore.core.scheduling import Plan, SchedulingInput, solve
 
 
-def _moto_resource(*parts: str) -> Any:
-    with resources.files("moto").joinpath("ec2", "resources", *parts).open("rb") as handle:
-        return json.loads(gzip.decompress(handle.read()))
-
-
 def offline_catalog(region: str) -> Catalog:
     """EC2's instance shapes and zone offerings for `region` as moto ships them, priced from the shipped table."""
-    from longshore.adapters.aws.instance_types import RegionShapes, build_catalog
-    from longshore.adapters.aws.pricing import RegionPrices, shipped_table
+    from longshore.adapters.aws.instance_types import OfflineDataMissing
+    from longshore.adapters.aws.instance_types import offline_catalog as build
 
     try:
-        shapes = _moto_resource("instance_types.json.gz")
-        offerings = _moto_resource("instance_type_offerings", "availability-zone", f"{region}.json.gz")
-    except (FileNotFoundError, ModuleNotFoundError) as exc:
+        return build(region)
+    except OfflineDataMissing as exc:
         raise click.ClickException(f"no offline instance data for region {region!r}: {exc}") from exc
-    zones_of: dict[str, set[str]] = {}
-    for entry in offerings:
-        zones_of.setdefault(entry["InstanceType"], set()).add(entry["Location"])
-    region_shapes = RegionShapes(
-        region,
-        tuple(info for _, info in sorted(shapes.items())),
-        {k: tuple(sorted(v)) for k, v in zones_of.items()},
-        {},
-        0.0,
-    )
-    return build_catalog(region_shapes, RegionPrices(region, {}, {}, "table", "table", 0.0, shipped_table()))
 
 
 def _replicas(values: Sequence[str]) -> dict[str, int]:

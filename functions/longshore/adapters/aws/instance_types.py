@@ -17,12 +17,16 @@ return the same object (callers may cache by identity).
 
 from __future__ import annotations
 
+import functools
+import gzip
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Final
 
-from longshore.adapters.aws.pricing import REFRESH_SECONDS, RegionPrices, region_prices
+from longshore.adapters.aws.pricing import REFRESH_SECONDS, RegionPrices, region_prices, shipped_table
 from longshore.core import labels as wk
 from longshore.core.catalog import MIB, Catalog, InstanceType, Offering, labels_from_name
 from longshore.core.resources import Resources
@@ -111,6 +115,39 @@ def load_catalog(
     catalog = build_catalog(shapes, prices, wanted)
     _CATALOGS[key] = catalog
     return catalog
+
+
+class OfflineDataMissing(LookupError):
+    """No offline EC2 data for a region (moto, which ships it, is a development dependency)."""
+
+
+def _offline_resource(*parts: str) -> Any:
+    try:
+        path = resources.files("moto").joinpath("ec2", "resources", *parts)
+        with path.open("rb") as handle:
+            return json.loads(gzip.decompress(handle.read()))
+    except (ModuleNotFoundError, FileNotFoundError) as error:
+        raise OfflineDataMissing(f"no offline EC2 instance data ({'/'.join(parts)}): {error}") from error
+
+
+@functools.cache
+def offline_catalog(region: str, names: tuple[str, ...] | None = None) -> Catalog:
+    """The catalog without any AWS call: EC2's real instance shapes and zone offerings as moto ships them
+    (the same DescribeInstanceTypes data the live path reads), priced from the shipped table. Used by the
+    CLI's dry runs (`plan`, `catalog`, `explain` without `--live`), the tests and the benchmark."""
+    shapes = _offline_resource("instance_types.json.gz")
+    zones_of: dict[str, set[str]] = {}
+    for entry in _offline_resource("instance_type_offerings", "availability-zone", f"{region}.json.gz"):
+        zones_of.setdefault(entry["InstanceType"], set()).add(entry["Location"])
+    wanted = set(names) if names else None
+    region_shapes = RegionShapes(
+        region=region,
+        types=tuple(info for key, info in sorted(shapes.items()) if wanted is None or key in wanted),
+        zones_of={k: tuple(sorted(v)) for k, v in zones_of.items()},
+        zone_ids={},
+        fetched_at=0.0,
+    )
+    return build_catalog(region_shapes, RegionPrices(region, {}, {}, "table", "table", 0.0, shipped_table()))
 
 
 def build_catalog(shapes: RegionShapes, prices: RegionPrices, zones: frozenset[str] | None = None) -> Catalog:

@@ -36,13 +36,28 @@ def test_a_bad_value_is_reported_with_file_field_and_value(tmp_path: Path) -> No
     )
 
 
-def test_an_unsupported_step_is_refused_before_running(tmp_path: Path) -> None:
-    path = tmp_path / "rotate.yaml"
+def test_an_event_step_naming_a_missing_file_is_refused_before_running(tmp_path: Path) -> None:
+    path = tmp_path / "event.yaml"
     path.write_text(
-        "name: rotate\nmanifests: [x.yaml]\nduration: 5m\nsteps:\n  - at: 1m\n    rotate: {nodes: 1}\n"
+        "name: event\nmanifests: [x.yaml]\nduration: 5m\nsteps:\n  - at: 1m\n    event: {file: nope.json}\n"
     )
-    with pytest.raises(ScenarioError, match="rotate"):
+    with pytest.raises(ScenarioError) as caught:
         ScenarioRunner(load_scenario(path))
+    assert (
+        str(path) in str(caught.value)
+        and "event: file" in str(caught.value)
+        and "nope.json" in str(caught.value)
+    )
+
+
+def test_a_step_does_one_thing(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        "name: two\nmanifests: [x.yaml]\nduration: 5m\nsteps:\n  - at: 1m\n"
+        "    rotate: {nodes: 1}\n    ami: {release: v2}\n"
+    )
+    with pytest.raises(ScenarioError, match="rotate, ami"):
+        load_scenario(path)
 
 
 def test_simulate_names_a_missing_scenario_file(tmp_path: Path) -> None:

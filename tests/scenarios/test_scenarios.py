@@ -128,6 +128,8 @@ def test_a_quiet_month_is_fast_forwarded_and_every_step_is_served() -> None:
 
 def test_a_burst_of_2000_pods_all_run() -> None:
     _, summary = run("burst-2000")
-    assert summary["pods"]["total_seen"] == 2000 and summary["pods"]["never_ran"] == []
+    # The planner runs too: pods it moves while consolidating come back as new pods (hence >=).
+    assert summary["pods"]["total_seen"] >= 2000 and summary["pods"]["never_ran"] == []
+    assert summary["workflows"]["failed"] == []
     assert summary["duplicate_launches"] == 0 and summary["violations"] == []
     assert summary["first_fleet_request_after_pending_s"] <= 2.0

@@ -15,6 +15,25 @@ workloads, registers every step as a timer on the virtual clock, and then plays 
   next timer (a step, a boot, a grace period), so the runner ends the invocation and jumps the clock there,
   keeping the invocation schedule's phase. That is what makes a 31-day scenario take seconds.
 
+The disruption side runs on the same clock, as deployed (see `sim.world` for the wiring):
+
+- *The planner* (`services.disruption.DisruptionService`): a pass every 10 s, the cadence `run_invocation`
+  gives back-to-back invocations, with the service kept between passes like a warm container. When a pass
+  changed nothing and every node it passed over was passed over for a reason only a change of the world can
+  lift (no cheaper option, a PDB at its limit, do-not-disrupt=true, a budget without schedule...), the next
+  pass is at the next instant time alone could change the answer (a node's expiry, a budget window opening or
+  closing, a do-not-disrupt duration ending, the service forgetting a start or a replacement it remembers), or
+  as soon as the world changes (any pod, node or PDB change, a
+  launch, a termination, a step): `PlannerCadence`. Reasons that say "not yet" (empty for 30 s of 60,
+  pods changed recently) keep the 10 s cadence. Up to 5 min after a new AMI release passes run every 10 s
+  (the planner re-reads the AMIs every 5 min).
+- *The workflows*: `StepFunctionsSimulator` executions wake on clock timers; their steps run in process.
+- *The interruption queue*: the runner polls it every second of virtual time while it holds messages (an
+  idle queue is not polled: messages only arrive through scenario steps, which schedule the next poll), and
+  the handler's provisioner trigger makes the provisioner start a pass at once.
+- *EC2 reclaiming spot capacity*: an `event` step with a spot warning terminates each warned instance
+  `reclaimAfter` (120 s) after the warning if it is still running, through a client Longshore does not use.
+
 Observations, all from outside the system under test: every CreateFleet request and launch (botocore hooks on
 the launcher's client), every termination, the pods' first Unschedulable and first Running instants (scanned
 after every reconcile of the simulated cluster), samples of nodes, pending and running pods and the cost per
@@ -26,26 +45,56 @@ scenario's `expect` block is evaluated into `checks`.
 from __future__ import annotations
 
 import functools
+import json
 import math
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 from longshore.config import load_cluster
+from longshore.core import cron
+from longshore.core.claims import instance_id_of
+from longshore.core.commands import RotationRequest
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import pod_from_manifest
+from longshore.services.disruption import (
+    PASS_INTERVAL_S,
+    REPLACEMENT_TIMEOUT_S,
+    STARTED_TTL_S,
+    PassReport,
+    event_reason_for,
+)
 from longshore.services.provisioner import LEASE_NAME, PassResult, ProvisionerSettings, run_invocation
 from longshore.services.snapshot import daemonset_pods, unschedulable_condition
 from longshore.sim.aws import SimulatedCrash
-from longshore.sim.checker import RuleChecker, is_running, pod_key
+from longshore.sim.checker import RuleChecker, is_daemon_pod, is_running, node_of, pod_key
+from longshore.sim.kubeapi.meta import labels_of, metadata
 from longshore.sim.lp_bound import fluid_lower_bound
 from longshore.sim.report import Observations, Sample, plot, summarise, write_summary
 from longshore.sim.scenario import Scenario, ScenarioError, Step
 from longshore.sim.world import LAMBDA_TIMEOUT_S, SimulatedWorld, launched_instance_ids
 
-UNSUPPORTED_STEPS = ("event", "rotate")
+AMI_REFRESH_S = 300.0  # handlers.planner.IMAGE_REFRESH_S: how long the planner may keep old AMIs
+SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$")
+_RFC1123 = re.compile(r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$")
+_INSTANCE_ID = re.compile(r"\bi-[0-9a-f]{8}(?:[0-9a-f]{9})?\b")
+_SECONDS_LEFT = re.compile(r"\((\d+)s left\)")
+# Passed-over reasons that only a change of the world can lift (see PlannerCadence).
+_STABLE_MARKERS = (
+    "allows no disruption now",
+    "=true",
+    "covered by more than one PDB",
+    "already being disrupted",
+    "no budget limits",
+    "would have nowhere to go",
+    "nominated for pending pods",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +127,166 @@ class _Counters:
     quiet_jumps: int = 0
     live_prices: dict[str, float] = field(default_factory=dict)
     launched_types: dict[str, int] = field(default_factory=dict)  # "type/capacity type" -> instances
+    queue_polls: int = 0
+    messages: int = 0
+
+
+@dataclass
+class Warned:
+    """A node named by a spot interruption warning, and what became of it (times from the scenario's start)."""
+
+    node: str
+    instance_id: str
+    warned_at: float
+    reclaim_at: float
+    pods_at_warning: int
+    owners: list[str]  # "namespace/Kind/name" of the controllers of its pods at the warning
+    evicted_and_running: bool | None = None
+    reclaimed_running: bool = False
+
+
+class PlannerCadence:
+    """The planner Lambda's passes on the virtual clock (see the module docstring for the skipping rule)."""
+
+    def __init__(self, runner: ScenarioRunner) -> None:
+        self.runner = runner
+        self.world = runner.world
+        self.origin = runner.start
+        self.passes = 0
+        self.skipped_until: list[tuple[float, float]] = []
+        self.decisions: dict[str, int] = {}
+        self.abandoned = 0
+        self.dropped = 0
+        self._timer: Any = None
+        self._next: float | None = None
+        self._skipping = False
+        self._fingerprint: object = None
+        self._ami_changed_at: float | None = None
+
+    # -- scheduling -----------------------------------------------------------------------------------------
+    def _slot(self, at: float) -> float:
+        """The first pass instant of the 10 s grid at or after `at`."""
+        return self.origin + math.ceil((at - self.origin) / PASS_INTERVAL_S - 1e-9) * PASS_INTERVAL_S
+
+    def schedule(self, at: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._next = at
+        self._timer = self.world.clock.call_at(at, self._pass)
+
+    def poke(self) -> None:
+        """Something changed: if passes were being skipped, the next one is at the next 10 s instant."""
+        if not self._skipping:
+            return
+        slot = self._slot(self.world.clock.now())
+        self._skipping = False
+        if self._next is None or self._next > slot:
+            self.schedule(slot)
+
+    def maybe_changed(self) -> None:
+        if self._skipping and self.fingerprint() != self._fingerprint:
+            self.poke()
+
+    def ami_changed(self) -> None:
+        self._ami_changed_at = self.world.clock.now()
+
+    def fingerprint(self) -> object:
+        store = self.world.cluster.store
+        return hash(
+            frozenset(
+                (plural, str(metadata(o).get("uid")), str(metadata(o).get("resourceVersion")))
+                for plural in ("nodes", "pods", "poddisruptionbudgets")
+                for o in store.view(plural)
+            )
+        )
+
+    # -- one pass -------------------------------------------------------------------------------------------
+    def _pass(self) -> None:
+        self._timer = None
+        self._next = None
+        report = self.world.planner.run_pass()
+        self.passes += 1
+        for acted in report.acted:
+            if acted.outcome == "abandoned":
+                self.abandoned += 1
+            else:
+                reason = acted.decision.reason
+                self.decisions[reason] = self.decisions.get(reason, 0) + 1
+        self.dropped += len(report.dropped)
+        now = self.world.clock.now()
+        wake = self._wake(report, now)
+        if wake is None:
+            self._skipping = False
+            self.schedule(now + PASS_INTERVAL_S)
+            return
+        self._skipping = True
+        self._fingerprint = self.fingerprint()
+        at = self._slot(min(max(wake, now + PASS_INTERVAL_S), self.runner.end + PASS_INTERVAL_S))
+        self.skipped_until.append((now, at))
+        self.schedule(at)
+
+    def _wake(self, report: PassReport, now: float) -> float | None:
+        """When the next pass could decide differently if nothing changes; None: in 10 s (no skipping)."""
+        service = self.world.planner
+        if report.acted or report.pending is not None or report.dropped or service.staged:
+            return None
+        if self.world.sfn.running():
+            return None
+        if self._ami_changed_at is not None and now - self._ami_changed_at <= AMI_REFRESH_S + PASS_INTERVAL_S:
+            return None
+        wake = math.inf
+        # What the service remembers expires by itself: its started disruptions and its replacements (nominated).
+        for started in service.started.values():
+            wake = min(wake, started.at + STARTED_TTL_S + 1)
+        for launched_at in service.replacement_claims.values():
+            wake = min(wake, launched_at + STARTED_TTL_S + REPLACEMENT_TIMEOUT_S + 1)
+        for skipped in report.plan.passed_over:
+            reason = skipped.reason
+            left = _SECONDS_LEFT.search(reason)
+            if left is not None:
+                wake = min(wake, now + int(left.group(1)) + 1)
+            elif "(schedule " in reason:
+                wake = min(wake, self._next_window_change(now))
+            elif event_reason_for(reason) == "Unconsolidatable" or any(m in reason for m in _STABLE_MARKERS):
+                continue
+            else:
+                return None  # "not yet" reasons, or any this rule does not know: keep the cadence
+        config = self.runner.config
+        for claim in self.world.store.list():
+            try:
+                after = config.pool(claim.nodepool).expiry.after_seconds
+            except KeyError:
+                continue
+            if after is not None:
+                expires = (claim.launched_at or claim.created_at or now) + after
+                if expires > now:
+                    wake = min(wake, expires)
+        return wake if math.isfinite(wake) else self.runner.end + PASS_INTERVAL_S
+
+    def _next_window_change(self, now: float) -> float:
+        """The next minute at which a scheduled budget window of any pool opens or closes (within 8 days)."""
+        best = now + 8 * 86400
+        for pool in self.runner.config.node_pools:
+            for budget in pool.disruption.budgets:
+                if budget.schedule is None:
+                    continue
+                try:
+                    schedule = cron.parse(budget.schedule)
+                except cron.CronError:
+                    continue
+                duration = budget.duration_seconds or 0
+                minute = (int(now) // 60 + 1) * 60
+                while minute < best:
+                    if schedule.matches(minute):
+                        best = min(best, minute)
+                        break
+                    minute += 60
+                if schedule.window_active(now, duration):
+                    start = int(now) // 60 * 60
+                    while start > now - duration and not schedule.matches(start):
+                        start -= 60
+                    best = min(best, start + duration)
+        return best
 
 
 class ScenarioRunner:
@@ -92,13 +301,12 @@ class ScenarioRunner:
         retry_gap_s: float = 1.0,
         settings: ProvisionerSettings | None = None,
     ) -> None:
-        unsupported = [s for s in scenario.steps if s.action in UNSUPPORTED_STEPS]
-        if unsupported:
-            step = unsupported[0]
-            raise ScenarioError(
-                f"{scenario.source}: steps: a `{step.action}` step (at {step.at:g}s) is not simulated by "
-                "`longshore simulate` yet; supported: scale, delete, apply, unavailable, crash, note"
-            )
+        for step in scenario.steps:
+            if step.event is not None and not scenario.resolve(step.event.file).is_file():
+                raise ScenarioError(
+                    f"{scenario.source}: steps (at {step.at:g}s): event: file: no such file "
+                    f"{step.event.file!r} ({scenario.resolve(step.event.file)})"
+                )
         self.scenario = scenario
         self.progress = progress
         self.lambda_timeout_s = lambda_timeout_s
@@ -107,6 +315,10 @@ class ScenarioRunner:
         self.obs = Observations()
         self.counters = _Counters()
         self._crash_before_launch = 0
+        self._trigger_pending = False
+        self._poll_at: float | None = None
+        self.warnings: list[Warned] = []
+        self.rotations: list[str] = []
 
     # -- the run ----------------------------------------------------------------------------------------------
 
@@ -124,9 +336,12 @@ class ScenarioRunner:
             self._wall_started = wall_started
             self.start = world.clock.now()
             self.end = self.start + self.scenario.duration
-            self.checker = RuleChecker(world.cluster.store, config)
+            self.checker = RuleChecker(world.cluster.store, config, origin=self.start)
+            self.planner = PlannerCadence(self)
             world.launch_observers.append(self._on_launch)
             world.terminate_observers.append(self._on_terminate)
+            world.step_observers.append(self._on_step)
+            world.provisioner_triggers.append(self._on_trigger)
             world.ec2.meta.events.register_first(
                 "before-parameter-build.ec2.CreateFleet",
                 self._maybe_crash_before_launch,
@@ -142,6 +357,7 @@ class ScenarioRunner:
                 world.apply_file(path)
             for step in self.scenario.ordered_steps():
                 world.clock.call_at(self.start + step.at, functools.partial(self._apply_step, step))
+            self.planner.schedule(self.start)
             self._drive()
             world.advance_to(self.end)
             self._observe()
@@ -186,7 +402,8 @@ class ScenarioRunner:
                 continue
             if report.stopped == "quiet":
                 self.counters.quiet_jumps += 1
-                world.advance_to(self._next_event())
+                self._trigger_pending = False
+                self._sleep_unless_triggered(self._next_event())
                 anchor = started
             else:
                 anchor = started + period
@@ -194,10 +411,36 @@ class ScenarioRunner:
     # -- waiting and quiet --------------------------------------------------------------------------------------
 
     def _idle_wait(self, seconds: float) -> bool:
+        if self._trigger_pending:
+            self._trigger_pending = False
+            return True  # the interruption handler asked for a pass now
         if self._quiet():
             return False
-        self.world.sleep(seconds)
+        self._sleep_unless_triggered(self.world.clock.now() + seconds)
         return True
+
+    def _sleep_unless_triggered(self, target: float) -> None:
+        """Let time pass until `target`, or until the provisioner is triggered (then at once)."""
+        world = self.world
+        clock = world.clock
+        while True:
+            now = clock.now()
+            due = clock.next_due()
+            if due is not None and due <= now:
+                clock.advance_to(now)  # timers set for this very instant
+                world.cluster.run_until(now)
+                if self._trigger_pending:
+                    break
+                continue
+            if now >= target or self._trigger_pending:
+                break
+            later = [d for d in (due, world.cluster.store.next_deadline()) if d is not None and d > now]
+            world.cluster.run_until(min([target, *later]))
+        self._trigger_pending = False
+
+    def _on_trigger(self, reason: str) -> None:
+        self._trigger_pending = True
+        self.obs.notes.append(f"t={self._t():.1f}s: provisioner triggered ({reason})")
 
     def _quiet(self) -> bool:
         self.world.cluster.reconcile()  # controllers first: a new Deployment has no pods until they run
@@ -255,7 +498,172 @@ class ScenarioRunner:
             else:
                 self._crash_before_launch += 1
             note = f"t={step.at:g}s: the next launch crashes the provisioner ({step.crash.point})"
+        elif step.event is not None:
+            note = self._deliver_event(step)
+        elif step.rotate is not None:
+            note = self._start_rotation(step)
+        elif step.ami is not None:
+            published = world.publish_amis(step.ami.release)
+            self.planner.ami_changed()
+            note = f"t={step.at:g}s: new AMI release {step.ami.release} ({len(published)} SSM parameters updated)"
         self.obs.notes.append(note)
+        self.planner.poke()
+
+    # -- interruption events, EC2 reclaims, rotations ---------------------------------------------------------
+
+    def _choose_nodes(self, chosen: int | list[str], selector: Mapping[str, str], where: str) -> list[JSON]:
+        """Nodes for a step: the named ones, or the `chosen` oldest (then by name) matching `selector`."""
+        nodes = [
+            n
+            for n in self.world.cluster.store.view("nodes")
+            if all(labels_of(n).get(k) == v for k, v in selector.items())
+            and instance_id_of(str((n.get("spec") or {}).get("providerID") or ""))
+        ]
+        if isinstance(chosen, list):
+            by_name = {str(metadata(n).get("name")): n for n in nodes}
+            missing = [name for name in chosen if name not in by_name]
+            if missing:
+                raise ScenarioError(f"{self.scenario.source}: {where}: nodes: no such node {missing[0]!r}")
+            return [by_name[name] for name in chosen]
+        ordered = sorted(
+            nodes, key=lambda n: (str(metadata(n).get("creationTimestamp")), str(metadata(n).get("name")))
+        )
+        if len(ordered) < chosen:
+            raise ScenarioError(
+                f"{self.scenario.source}: {where}: nodes: {chosen} asked for, only {len(ordered)} node(s) match"
+            )
+        return ordered[:chosen]
+
+    def _deliver_event(self, step: Step) -> str:
+        spec = step.event
+        assert spec is not None
+        world = self.world
+        where = f"steps (at {step.at:g}s): event"
+        path = self.scenario.resolve(spec.file)
+        try:
+            template = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ScenarioError(
+                f"{self.scenario.source}: {where}: file: cannot read {spec.file!r}: {error}"
+            ) from error
+        nodes = self._choose_nodes(spec.nodes, spec.selector, where)
+        instance_ids = [instance_id_of(str((n.get("spec") or {}).get("providerID"))) or "" for n in nodes]
+        # One event per group of as many nodes as the file names instances (a spot warning names one).
+        per_event = max(1, len(instance_ids_in(template)))
+        groups = [instance_ids[i : i + per_event] for i in range(0, len(instance_ids), per_event)] or [[]]
+        events = [retime(substitute_instances(template, group), world.clock.now()) for group in groups]
+        for event in events:
+            for _ in range(spec.copies):
+                world.send_event(event)
+        self._schedule_poll()
+        event = events[0]
+        names = [str(metadata(n).get("name")) for n in nodes]
+        if event.get("detail-type") == SPOT_WARNING:
+            for name, instance_id in zip(names, instance_ids, strict=True):
+                self._warn(name, instance_id, spec.reclaim_after)
+        ids = (
+            ", ".join(f"{n} ({i})" for n, i in zip(names, instance_ids, strict=True))
+            or "the file's instances"
+        )
+        copies = f" x{spec.copies}" if spec.copies > 1 else ""
+        return f"t={step.at:g}s: EventBridge delivers {event.get('detail-type')}{copies} for {ids}"
+
+    def _warn(self, node: str, instance_id: str, reclaim_after: float) -> None:
+        if any(w.instance_id == instance_id for w in self.warnings):
+            return  # a repeated warning: the instance is still reclaimed when the first one said
+        world = self.world
+        now = world.clock.now()
+        pods = [
+            p
+            for p in world.cluster.store.view("pods")
+            if node_of(p) == node and not is_daemon_pod(p) and not metadata(p).get("deletionTimestamp")
+        ]
+        owners = sorted({_owner(p) for p in pods if _owner(p)})
+        warned = Warned(
+            node, instance_id, now - self.start, now + reclaim_after - self.start, len(pods), owners
+        )
+        self.warnings.append(warned)
+        world.clock.call_at(now + reclaim_after, functools.partial(self._reclaim, warned))
+
+    def _reclaim(self, warned: Warned) -> None:
+        """EC2 takes the spot capacity back: terminate the instance if it still runs; judge the warned node."""
+        world = self.world
+        found = world.ec2_reader.describe_instances(InstanceIds=[warned.instance_id])["Reservations"]
+        state = found[0]["Instances"][0]["State"]["Name"] if found else "terminated"
+        now = world.clock.now()
+        warned.evicted_and_running = self._evicted_and_running(warned)
+        if state in ("pending", "running"):
+            self.checker.note_termination(warned.node, warned.instance_id, now, "EC2 reclaim")
+            world.ec2_reader.terminate_instances(InstanceIds=[warned.instance_id])
+            world.cluster.sync_ec2()
+            if self.counters.live_prices.pop(warned.instance_id, None) is not None:
+                self.obs.nodes_terminated += 1
+            warned.reclaimed_running = True
+            self.obs.notes.append(
+                f"t={self._t():g}s: EC2 reclaimed {warned.instance_id} (node {warned.node})"
+            )
+        self.planner.poke()
+
+    def _evicted_and_running(self, warned: Warned) -> bool:
+        """No evictable pod left on the node, and every controller that had pods there has all its replicas
+        Running on other nodes."""
+        store = self.world.cluster.store
+        pods = store.view("pods")
+        if any(
+            node_of(p) == warned.node and not is_daemon_pod(p) and not metadata(p).get("deletionTimestamp")
+            for p in pods
+        ):
+            return False
+        for owner in warned.owners:
+            namespace, kind, name = owner.split("/", 2)
+            plural = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}.get(kind)
+            controller = store.try_get(plural, name, namespace) if plural else None
+            wanted = int(((controller or {}).get("spec") or {}).get("replicas") or 0)
+            running = sum(
+                1 for p in pods if _owner(p) == owner and is_running(p) and node_of(p) != warned.node
+            )
+            if running < wanted:
+                return False
+        return True
+
+    def _schedule_poll(self, delay: float = 1.0) -> None:
+        """The event source mapping polls within a second; while the queue holds messages, every second."""
+        clock = self.world.clock
+        at = self.start + math.floor(clock.now() - self.start) + delay
+        if self._poll_at is not None and self._poll_at <= at:
+            return
+        self._poll_at = at
+        clock.call_at(at, self._poll)
+
+    def _poll(self) -> None:
+        if self._poll_at is None or self.world.clock.now() < self._poll_at:
+            return  # superseded by an earlier poll
+        self._poll_at = None
+        self.counters.queue_polls += 1
+        self.counters.messages += self.world.poll_queue()
+        if self.world.queue_depth() > 0:
+            self._schedule_poll()
+        self.planner.poke()
+
+    def _start_rotation(self, step: Step) -> str:
+        spec = step.rotate
+        assert spec is not None
+        world = self.world
+        nodes = self._choose_nodes(spec.nodes, spec.selector, f"steps (at {step.at:g}s): rotate")
+        request = RotationRequest(
+            nodes=tuple(str(metadata(n).get("name")) for n in nodes),
+            max_unavailable=spec.max_unavailable,
+            surge=spec.surge,
+            canary=spec.canary,
+            drain_seconds=spec.drain_seconds,
+            requested_at=float(int(world.clock.now())),
+        )
+        result = world.workflows.start_rotation(request)
+        self.rotations.append(result.execution_name)
+        return (
+            f"t={step.at:g}s: rotation {result.execution_name} of {', '.join(request.nodes)} "
+            f"(max unavailable {request.max_unavailable})"
+        )
 
     def _make_unavailable(self, step: Step) -> str:
         spec = step.unavailable
@@ -320,11 +728,28 @@ class ScenarioRunner:
                     for i in r["Instances"]
                 ]
             self.checker.note_launch(claim, instance_id, same_claim)
+        self.planner.poke()
 
     def _on_terminate(self, instance_ids: list[str]) -> None:
+        now = self.world.clock.now()
+        nodes = {
+            instance_id_of(str((n.get("spec") or {}).get("providerID") or "")): str(metadata(n).get("name"))
+            for n in self.world.cluster.store.view("nodes")
+        }
         for instance_id in instance_ids:
             if self.counters.live_prices.pop(instance_id, None) is not None:
                 self.obs.nodes_terminated += 1
+                self.checker.note_termination(nodes.get(instance_id), instance_id, now, "by Longshore")
+        self.planner.poke()
+
+    def _on_step(self, step: str, state: dict[str, Any]) -> None:
+        """Every workflow step's output (the execution history): drain deadlines, and a look at the cluster."""
+        if step == "taint" and state.get("nodeName"):
+            deadline = state.get("deadline")
+            self.checker.note_deadline(
+                str(state["nodeName"]), float(deadline) if deadline is not None else None
+            )
+        self._observe()
 
     def _observe(self) -> None:
         now = self._t()
@@ -348,7 +773,8 @@ class ScenarioRunner:
             self.obs.samples[-1] = sample
         else:
             self.obs.samples.append(sample)
-        self.checker.scan(now)
+        self.checker.scan(self.world.clock.now())
+        self.planner.maybe_changed()
         if self.progress is not None:
             self.progress(
                 Progress(
@@ -380,13 +806,11 @@ class ScenarioRunner:
         return fluid_lower_bound(pods, self.config, self.world.catalog, daemonsets).cost_per_hour
 
     def _summary(self, wall_seconds: float) -> dict[str, Any]:
-        now = self._t()
         self.obs.fleet_requests = [t - self.start for t in self.world.fleet_request_times]
         self.obs.duplicate_launches = self.checker.duplicate_launches
-        self.obs.disruptions_by_reason = (
-            {"unexpected": self.checker.disruptions} if self.checker.disruptions else {}
-        )
-        violations = self.checker.finish(now, self.obs.first_running)
+        workflows = self._workflows()
+        self.obs.disruptions_by_reason = dict(workflows.pop("disrupted_by_reason"))
+        violations = self.checker.finish(self.world.clock.now(), self.obs.first_running)
         self.obs.violations = violations
         alive = set(self.checker.never_ran(self.obs.first_running)) | {
             pod_key(p) for p in self.world.cluster.store.view("pods") if is_running(p)
@@ -410,11 +834,180 @@ class ScenarioRunner:
                     "crashes": self.counters.crashes,
                     "failed_launches": self.counters.launch_failures,
                     "quiet_fast_forwards": self.counters.quiet_jumps,
+                    "triggered": len(self.world.triggered),
                 },
+                "pod_disruptions": self.checker.disruptions,
+                "planner": {
+                    "passes": self.planner.passes,
+                    "decisions_by_reason": dict(sorted(self.planner.decisions.items())),
+                    "abandoned": self.planner.abandoned,
+                    "dropped_on_revalidation": self.planner.dropped,
+                    "skips": len(self.planner.skipped_until),
+                },
+                "workflows": workflows,
+                "interruption": self._interruption_summary(),
+                "nodes_final": len(self.world.cluster.store.view("nodes")),
+                "tainted_after_last_pod_left_s": self._emptiness(),
+                "max_disrupting_at_once": dict(sorted(self.checker.max_disrupting.items())),
+                "drains": self._drains(),
+                **self._warning_summary(),
             },
         )
         summary["checks"] = evaluate_expectations(self.scenario, summary)
         return summary
+
+    def _workflows(self) -> dict[str, Any]:
+        """Disruption and rotation executions, read from the simulated Step Functions service."""
+        sfn = self.world.workflows
+        by_status: dict[str, int] = {}
+        disrupted: dict[str, int] = {}
+        failures: list[str] = []
+        for execution in sfn.disruptions():
+            by_status[execution.status] = by_status.get(execution.status, 0) + 1
+            reason = str((execution.input or {}).get("reason"))
+            if execution.status == "SUCCEEDED" and (execution.output or {}).get("outcome") == "disrupted":
+                disrupted[reason] = disrupted.get(reason, 0) + 1
+            elif execution.done and execution.status != "SUCCEEDED":
+                failures.append(f"{execution.name}: {execution.error}: {execution.cause}")
+        rotations = {e.name: e.status for e in sfn.rotations()}
+        return {
+            "disruption_executions": dict(sorted(by_status.items())),
+            "rotations": rotations,
+            "failed": failures[:20],
+            "disrupted_by_reason": dict(sorted(disrupted.items())),
+        }
+
+    def _interruption_summary(self) -> dict[str, Any]:
+        metrics = self.world.metrics
+        from longshore.core import telemetry
+
+        def total(name: str, **dims: str) -> int:
+            return int(sum(p.value for p in metrics.named(name, **dims)))
+
+        ignored: dict[str, int] = {}
+        for point in metrics.named(telemetry.MESSAGES_IGNORED):
+            reason = dict(point.dimensions).get(telemetry.DIM_REASON, "?")
+            ignored[reason] = ignored.get(reason, 0) + int(point.value)
+        actions: dict[str, int] = {}
+        for point in metrics.named(telemetry.INTERRUPTION_ACTIONS):
+            action = dict(point.dimensions).get(telemetry.DIM_ACTION, "?")
+            actions[action] = actions.get(action, 0) + int(point.value)
+        failed = sum(len(r.get("batchItemFailures") or []) for r in self.world.interruption_responses)
+        return {
+            "messages_delivered": self.counters.messages,
+            "queue_polls": self.counters.queue_polls,
+            "actions": dict(sorted(actions.items())),
+            "ignored": dict(sorted(ignored.items())),
+            "malformed": total(telemetry.MESSAGES_MALFORMED),
+            "failed_deliveries": failed,
+            "left_in_queue": self.world.queue_depth(),
+        }
+
+    def _drains(self) -> dict[str, dict[str, Any]]:
+        """Per disrupted node (scenario seconds): tainted, its drain deadline, and when its last pod left."""
+        out: dict[str, dict[str, Any]] = {}
+        for node, tainted in sorted(self.checker.first_tainted.items()):
+            deadline = self.checker.deadlines.get(node)
+            out[node] = {
+                "reason": self.checker.node_reasons.get(node),
+                "tainted_s": tainted,
+                "deadline_s": None if deadline is None else round(deadline - self.start, 3),
+                "emptied_s": self.checker.last_pod_left.get(node),
+            }
+        return out
+
+    def _emptiness(self) -> dict[str, float]:
+        """For nodes disrupted as empty: seconds from their last pod leaving to the disruption taint."""
+        out: dict[str, float] = {}
+        for node, reason in sorted(self.checker.node_reasons.items()):
+            left = self.checker.last_pod_left.get(node)
+            tainted = self.checker.first_tainted.get(node)
+            if reason == "empty" and left is not None and tainted is not None:
+                out[node] = round(tainted - left, 3)
+        return out
+
+    def _warning_summary(self) -> dict[str, Any]:
+        if not self.warnings:
+            return {}
+        requests = [t - self.start for t in self.world.fleet_request_times]
+        cordoned: dict[str, float | None] = {}
+        replacement: dict[str, float | None] = {}
+        running: dict[str, bool | None] = {}
+        for warned in self.warnings:
+            tainted = self.checker.first_tainted.get(warned.node)
+            cordoned[warned.node] = None if tainted is None else round(tainted - warned.warned_at, 3)
+            after = [t for t in requests if t >= warned.warned_at]
+            replacement[warned.node] = round(min(after) - warned.warned_at, 3) if after else None
+            running[warned.node] = warned.evicted_and_running
+        return {
+            "cordoned_after_warning_s": cordoned,
+            "replacement_requested_after_warning_s": replacement,
+            "all_evicted_pods_running_before_reclaim": running,
+            "warnings": [
+                {
+                    "node": w.node,
+                    "instance_id": w.instance_id,
+                    "warned_at_s": w.warned_at,
+                    "reclaim_at_s": w.reclaim_at,
+                    "pods_at_warning": w.pods_at_warning,
+                    "still_running_at_reclaim": w.reclaimed_running,
+                }
+                for w in self.warnings
+            ],
+        }
+
+
+JSON = Any
+
+
+def _owner(pod: Mapping[str, Any]) -> str:
+    """`namespace/Kind/name` of the pod's controller ("" for a bare pod)."""
+    meta = metadata(pod)
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller", True):
+            return f"{meta.get('namespace') or 'default'}/{ref.get('kind')}/{ref.get('name')}"
+    return ""
+
+
+def instance_ids_in(event: JSON) -> list[str]:
+    """The distinct instance ids an event names, in order of first appearance."""
+    order: list[str] = []
+    for found in _INSTANCE_ID.findall(json.dumps(event)):
+        if found not in order:
+            order.append(found)
+    return order
+
+
+def substitute_instances(event: JSON, instance_ids: list[str]) -> JSON:
+    """The event with its k-th distinct instance id replaced by `instance_ids[k]` (the rest unchanged)."""
+    text = json.dumps(event)
+    mapping = dict(zip(instance_ids_in(event), instance_ids, strict=False))
+    return json.loads(_INSTANCE_ID.sub(lambda m: mapping.get(m.group(0), m.group(0)), text))
+
+
+def retime(event: JSON, now: float) -> JSON:
+    """The event with every timestamp moved so that its `time` is `now` (ISO 8601 `Z` and RFC 1123 forms)."""
+    sent = (
+        datetime.fromisoformat(str(event.get("time", "")).replace("Z", "+00:00"))
+        if event.get("time")
+        else None
+    )
+    delta = now - sent.timestamp() if sent is not None else 0.0
+
+    def move(value: JSON) -> JSON:
+        if isinstance(value, dict):
+            return {k: move(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [move(v) for v in value]
+        if isinstance(value, str) and _ISO.match(value):
+            moved = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() + delta
+            return datetime.fromtimestamp(moved, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if isinstance(value, str) and _RFC1123.match(value):
+            moved = parsedate_to_datetime(value).timestamp() + delta
+            return format_datetime(datetime.fromtimestamp(moved, UTC), usegmt=True)
+        return value
+
+    return move(event)
 
 
 def _remaining(deadline: float, now: Callable[[], float]) -> float:
@@ -455,6 +1048,44 @@ def evaluate_expectations(scenario: Scenario, summary: dict[str, Any]) -> dict[s
             "expected": 0,
             "actual": len(summary["violations"]),
             "ok": not summary["violations"],
+        }
+    window = expect.taint_after_last_pod_left_s
+    if window is not None:
+        seen = summary.get("tainted_after_last_pod_left_s") or {}
+        checks["tainted_after_last_pod_left_s"] = {
+            "expected": f"first empty node {window.min:g}..{window.max:g}, none before {window.min:g}",
+            "actual": seen,
+            # The first node goes as soon as its wait is over; the budget may hold the others back longer.
+            "ok": bool(seen)
+            and window.min <= min(seen.values()) <= window.max
+            and all(v >= window.min for v in seen.values()),
+        }
+    for key, limit, name in (
+        ("cordoned_after_warning_s", expect.cordon_after_warning_s, "cordon"),
+        ("replacement_requested_after_warning_s", expect.replacement_after_warning_s, "replacement"),
+    ):
+        if limit is not None:
+            seen = summary.get(key) or {}
+            checks[key] = {
+                "expected": f"<= {limit:g} for every warned node ({name})",
+                "actual": seen,
+                "ok": bool(seen) and all(v is not None and v <= limit for v in seen.values()),
+            }
+    if expect.evicted_pods_running_before_reclaim:
+        seen = summary.get("all_evicted_pods_running_before_reclaim") or {}
+        checks["all_evicted_pods_running_before_reclaim"] = {
+            "expected": True,
+            "actual": seen,
+            "ok": bool(seen) and all(v is True for v in seen.values()),
+        }
+    for reason, least in sorted(expect.min_disruptions.items()):
+        actual = summary["disruptions_by_reason"].get(reason, 0)
+        checks[f"disruptions_{reason}"] = {"expected": f">= {least}", "actual": actual, "ok": actual >= least}
+    if expect.final_nodes is not None:
+        checks["nodes_final"] = {
+            "expected": expect.final_nodes,
+            "actual": summary["nodes_final"],
+            "ok": summary["nodes_final"] == expect.final_nodes,
         }
     checks["duplicate_launches"] = {
         "expected": 0,

@@ -81,17 +81,45 @@ class Crash(_Strict):
 
 
 class Event(_Strict):
-    """Deliver an EventBridge event (a JSON file, with `{instance}` placeholders) for chosen nodes."""
+    """Deliver an AWS-shaped EventBridge event (a JSON file) through the interruption queue, as EventBridge would.
+
+    The k-th distinct instance id in the file becomes the k-th chosen node's instance (`nodes`: how many
+    nodes, chosen oldest first among the nodes matching `selector`, or their names; 0 keeps the file's ids,
+    e.g. for a foreign instance). Every timestamp in the event moves by the same amount so that its `time`
+    is now. `copies` sends the same message more than once (SQS is at-least-once). A spot warning also makes
+    EC2 reclaim each named instance `reclaimAfter` later (120 s), if it is still running then.
+    """
 
     file: str
-    nodes: int | list[str] = 1
+    nodes: int | list[str] = Field(1)
     selector: dict[str, str] = Field(default_factory=dict)
+    copies: int = Field(1, ge=1, le=10)
+    reclaim_after: Duration = Field(120.0, alias="reclaimAfter")
 
 
 class Rotate(_Strict):
+    """Start a rotation execution, as `longshore rotate` does (nodes: how many, oldest first, or names)."""
+
     nodes: int | list[str] = 1
     selector: dict[str, str] = Field(default_factory=dict)
     max_unavailable: int = Field(1, alias="maxUnavailable", ge=1)
+    surge: bool = True
+    canary: bool = True
+    drain_seconds: int | None = Field(None, alias="drainSeconds", ge=0)
+
+
+class Ami(_Strict):
+    """AWS publishes a new EKS AMI release: new images, and the public SSM parameters point at them."""
+
+    release: str = Field(min_length=1)
+
+
+ACTIONS = ("scale", "delete", "apply", "unavailable", "crash", "event", "rotate", "ami")
+
+
+class Window(_Strict):
+    min: float
+    max: float
 
 
 class Step(_Strict):
@@ -103,22 +131,19 @@ class Step(_Strict):
     crash: Crash | None = None
     event: Event | None = None
     rotate: Rotate | None = None
+    ami: Ami | None = None
     note: str | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
-        actions = [
-            n
-            for n in ("scale", "delete", "apply", "unavailable", "crash", "event", "rotate")
-            if getattr(self, n)
-        ]
+        actions = [n for n in ACTIONS if getattr(self, n)]
         if len(actions) > 1:
             raise ValueError(f"a step does one thing; this one has {', '.join(actions)}")
         return self
 
     @property
     def action(self) -> str:
-        for name in ("scale", "delete", "apply", "unavailable", "crash", "event", "rotate"):
+        for name in ACTIONS:
             if getattr(self, name) is not None:
                 return name
         return "note"
@@ -131,6 +156,12 @@ class Expect(_Strict):
     max_cost_ratio: float | None = Field(None, alias="maxCostRatio")
     max_first_fleet_request_s: float | None = Field(None, alias="maxFirstFleetRequestSeconds")
     zero_violations: bool = Field(True, alias="zeroViolations")
+    taint_after_last_pod_left_s: Window | None = Field(None, alias="taintAfterLastPodLeftSeconds")
+    cordon_after_warning_s: float | None = Field(None, alias="maxCordonAfterWarningSeconds")
+    replacement_after_warning_s: float | None = Field(None, alias="maxReplacementRequestAfterWarningSeconds")
+    evicted_pods_running_before_reclaim: bool = Field(False, alias="evictedPodsRunningBeforeReclaim")
+    min_disruptions: dict[str, int] = Field(default_factory=dict, alias="minDisruptions")
+    final_nodes: int | None = Field(None, alias="finalNodes")
 
 
 class Scenario(_Strict):

@@ -15,6 +15,24 @@ Lambda reads and writes, and wires the production adapters exactly as `handlers.
   `SimulatedWorld.sleep`, which steps the simulated cluster, so controllers and kubelets run while the
   provisioner "sleeps" and no wall time is spent.
 
+The disruption side is wired the same way, as `handlers.planner`, `handlers.workflow_steps` and
+`handlers.interruption` wire it:
+
+- `planner`: `services.disruption.DisruptionService` with `PlannerPorts` on the kubernetes client, the claim
+  store, the launcher (planned replacements) and `handlers.planner.ResolvedImages` (the AMIs the node classes
+  resolve to now, re-read every 5 min). The runner calls `run_pass()` on its cadence.
+- `sfn`: `sim.stepfunctions.StepFunctionsSimulator` on the virtual clock, running the real definitions of
+  `workflow.definition` (`workflows`, a `SimulatedWorkflows`, is both the planner's and the interruption
+  handler's workflow port); its Task states run `handlers.workflow_steps.process_step` in process against
+  `step_ports` (the kubernetes client, the claim store, EC2 and the real `ClusterReplacementLauncher`).
+  Every step's output passes `step_observers` (the runner reads drain deadlines there, as one would read the
+  execution history).
+- `interruption`: `services.interruption.InterruptionService`, fed by `poll_queue()`: one event-source-mapping
+  poll of the moto SQS queue, delivered through `handlers.interruption.process_batch` in the Lambda's SQS
+  event shape; messages not reported in `batchItemFailures` are deleted, the others made visible again. The
+  service's `ProvisionerTrigger` is the world itself: `trigger()` records the request and calls
+  `provisioner_triggers` (the runner starts a provisioner pass at once).
+
 `invoke()` is one Lambda invocation (`services.provisioner.run_invocation` with a virtual deadline). Tests
 use the world directly to inject faults (`fleet`, `throttle`, `cluster.emulator.faults`) and assert outcomes;
 `sim.runner.ScenarioRunner` drives it from a scenario file.
@@ -23,7 +41,10 @@ use the world directly to inject faults (`fleet`, `throttle`, `cluster.emulator.
 from __future__ import annotations
 
 import itertools
+import json
+import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -86,6 +107,11 @@ class SimulatedWorld:
         self._mock: Any = None
         self._owners = itertools.count(1)
         self.time = VirtualTime(self.clock, self.sleep)
+        self._muted: list[tuple[logging.Handler, int]] = []
+        self.step_observers: list[Callable[[str, dict[str, Any]], None]] = []
+        self.provisioner_triggers: list[Callable[[str], None]] = []
+        self.triggered: list[tuple[float, str]] = []
+        self.interruption_responses: list[dict[str, Any]] = []
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -172,12 +198,104 @@ class SimulatedWorld:
                 instances=self.instances,
                 sleep=self.sleep,
             )
+            self._start_disruption(session, info)
         except BaseException:
             self.close()
             raise
         return self
 
+    def _start_disruption(self, session: Any, info: Any) -> None:
+        """The planner, the workflows on the Step Functions simulator, and the interruption handler."""
+        from longshore.adapters.aws import retry
+        from longshore.adapters.aws.amis import AmiResolver
+        from longshore.adapters.kube.cluster import KubeCluster
+        from longshore.handlers.planner import ResolvedImages
+        from longshore.services.disruption import DisruptionService, PlannerPorts
+        from longshore.services.interruption import InterruptionService, rebalance_policies
+        from longshore.services.replacement import ClusterReplacementLauncher
+        from longshore.sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator
+        from longshore.workflow.steps import StepPorts
+
+        config = self.config
+        self._mute_lambda_stdout()
+        self.ssm = retry.client(session, "ssm", config.region)
+        steps_cluster = KubeCluster(
+            self.api_client, component="longshore-disruption", sleep=self.sleep, now=self.clock.now
+        )
+        self.replacements = ClusterReplacementLauncher(
+            cluster=steps_cluster,
+            store=self.store,
+            offerings=self.offerings,
+            launcher=self.launcher,
+            config=config,
+            catalog=lambda: self.catalog,
+            metrics=self.metrics,
+        )
+        self.step_ports = StepPorts(
+            cluster_name=config.name,
+            cluster=steps_cluster,
+            claims=self.store,
+            instances=self.instances,
+            replacements=self.replacements,
+            clock=self.time,
+            termination_grace_periods={p.name: p.termination_grace_period_seconds for p in config.node_pools},
+        )
+        self.sfn = StepFunctionsSimulator(self.clock, self._invoke_step)
+        self.workflows = SimulatedWorkflows(self.sfn)
+        self.planner = DisruptionService(
+            config,
+            lambda: self.catalog,
+            PlannerPorts(
+                cluster=KubeCluster(
+                    self.api_client, component="longshore-disruption", sleep=self.sleep, now=self.clock.now
+                ),
+                claims=self.store,
+                offerings=self.offerings,
+                workflow=self.workflows,
+                launcher=self.launcher,
+                clock=self.time,
+                metrics=self.metrics,
+                images=ResolvedImages(
+                    lambda: AmiResolver(self.ssm, self.ec2), config.kubernetes_version, self.clock.now
+                ),
+            ),
+            logging.getLogger("longshore.planner"),
+        )
+        self.interruption = InterruptionService(
+            claims=self.store,
+            offerings=self.offerings,
+            workflow=self.workflows,
+            cluster=KubeCluster(
+                self.api_client, component="longshore-interruption", sleep=self.sleep, now=self.clock.now
+            ),
+            instances=self.instances,
+            provisioner=self,
+            clock=self.time,
+            rebalance_policy=rebalance_policies(config),
+        )
+        self.sqs = session.client("sqs", region_name=config.region)
+        self.queue_url = self.seeded.queue_url
+        self.queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+
+    def _mute_lambda_stdout(self) -> None:
+        """The Lambda modules' Powertools loggers print JSON to stdout (CloudWatch's input); in the simulation
+        their lines go only where the `longshore` logger's other handlers send them (`provisioner.log`)."""
+        import longshore.handlers.interruption
+        import longshore.handlers.planner
+        import longshore.handlers.workflow_steps  # noqa: F401  (their loggers exist before muting)
+
+        base = logging.getLogger("longshore")
+        for handler in base.handlers:
+            if type(handler) is logging.StreamHandler and handler.stream in (sys.stdout, sys.stderr):
+                self._muted.append((handler, handler.level))
+                handler.setLevel(logging.CRITICAL + 1)
+
     def close(self) -> None:
+        for handler, level in self._muted:
+            handler.setLevel(level)
+        self._muted = []
         cluster = getattr(self, "cluster", None)
         if cluster is not None:
             cluster.close()
@@ -246,6 +364,85 @@ class SimulatedWorld:
             idle_wait=idle_wait or wait,
         )
 
+    # -- the disruption workflows, the interruption queue and the provisioner trigger --------------------------
+
+    def _invoke_step(self, resource: str, payload: Any) -> Any:
+        """The workflow-steps Lambda, in process (`handlers.workflow_steps.process_step`) on `step_ports`."""
+        from longshore.handlers.workflow_steps import process_step
+
+        result = process_step(payload, self.step_ports, _EmitSink(self.metrics))
+        step = str(payload.get("step") if isinstance(payload, dict) else "")
+        for observer in self.step_observers:
+            observer(step, result)
+        return result
+
+    def trigger(self, reason: str) -> None:
+        """`ports.triggers.ProvisionerTrigger`: the interruption handler asks the provisioner to run now."""
+        self.triggered.append((self.clock.now(), reason))
+        for callback in self.provisioner_triggers:
+            callback(reason)
+
+    def send_event(self, event: dict[str, Any]) -> str:
+        """Put an EventBridge event on the interruption queue, as the stack's rules do (the body is the event)."""
+        return str(self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(event))["MessageId"])
+
+    def poll_queue(self) -> int:
+        """One poll of the event source mapping: receive up to 10 messages, run the interruption Lambda on them,
+        delete the ones it did not report as failed and make the failed ones visible again. Returns how many
+        messages were delivered."""
+        from longshore.adapters.events.sqs import lambda_sqs_event
+        from longshore.handlers.interruption import process_batch
+
+        messages = self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+        ).get("Messages", [])
+        if not messages:
+            return 0
+        response = process_batch(
+            lambda_sqs_event(messages, self.queue_arn, self.config.region),
+            self.interruption,
+            self.time,
+            _PutSink(self.metrics),
+        )
+        self.interruption_responses.append(response)
+        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures") or []}
+        for message in messages:
+            if message["MessageId"] in failed:
+                self.sqs.change_message_visibility(
+                    QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            else:
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return len(messages)
+
+    def queue_depth(self) -> int:
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attributes.get("ApproximateNumberOfMessages", 0)) + int(
+            attributes.get("ApproximateNumberOfMessagesNotVisible", 0)
+        )
+
+    def publish_amis(self, release: str) -> dict[str, str]:
+        """A new EKS AMI release: register an image per variant and point the public SSM parameters at it
+        (what AWS does when it publishes an AMI). Returns {parameter name: new image id}."""
+        from longshore.adapters.aws.amis import AmiResolver, ssm_parameter_name
+        from longshore.sim.aws import AMI_VARIANTS, put_public_parameter, register_image
+
+        published: dict[str, str] = {}
+        version = self.config.kubernetes_version
+        for family, arch, accelerator in AMI_VARIANTS:
+            name = f"{family.lower()}-{arch}-{accelerator or 'standard'}-{version}-{release}"
+            image = register_image(self.ec2_reader, name, arch)
+            parameter = ssm_parameter_name(family, version, arch, accelerator)
+            put_public_parameter(self.config.region, parameter, image)
+            published[parameter] = image
+        # The launcher's resolver caches answers for its lifetime (one Lambda container); a new release is
+        # what a fresh container would see, so the world starts one.
+        self.launcher._amis = AmiResolver(self.ssm, self.ec2)
+        return published
+
     # -- workloads -------------------------------------------------------------------------------------------
 
     def apply(self, manifest: dict[str, Any]) -> None:
@@ -303,6 +500,19 @@ class SimulatedWorld:
         ids = [str(i["InstanceId"]) for i in parsed.get("TerminatingInstances") or []]
         for observer in self.terminate_observers:
             observer(ids)
+
+
+class _PutSink:
+    """The interruption handler's `put` metric sink on the world's in-memory `MetricsSink`."""
+
+    def __init__(self, sink: MemoryMetricsSink) -> None:
+        self._sink = sink
+
+    def put(self, name: str, value: float, unit: str, dimensions: Any = None) -> None:
+        self._sink.emit(name, value, unit, dimensions)
+
+
+_EmitSink = _PutSink
 
 
 def launched_instance_ids(parsed: dict[str, Any]) -> Iterable[str]:

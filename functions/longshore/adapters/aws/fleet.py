@@ -138,6 +138,7 @@ class Ec2Launcher:
         self._instances = instances
         self._sleep = sleep
         self._amis = AmiResolver(ssm, ec2)
+        self._template_images: dict[str, str] = {}
         self.templates = LaunchTemplates(ec2, cluster.name)
         self._subnets: dict[str, dict[str, Subnet]] = {}
         self._security_groups: dict[str, tuple[str, ...]] = {}
@@ -424,7 +425,7 @@ class Ec2Launcher:
             capacity_type=instance.capacity_type,
             price=price,
             provider_id=provider_id(instance.zone, instance.instance_id),
-            image_id=instance.image_id or claim.image_id,
+            image_id=instance.image_id or claim.image_id or self._template_images.get(template or ""),
             launch_template=template or claim.launch_template,
             launched_at=instance.created_at or claim.created_at,
             attempt_until=None,
@@ -499,4 +500,6 @@ class Ec2Launcher:
                 )
             ),
         )
-        return self.templates.ensure(spec, now)
+        name = self.templates.ensure(spec, now)
+        self._template_images[name] = image  # the claim records the AMI it boots (drift detection)
+        return name

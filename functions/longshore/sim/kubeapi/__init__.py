@@ -6,7 +6,8 @@ API rules), `store` (state, versions, deletion lifecycle), `watchlog` (changes f
 `emulator` (`KubeApiEmulator`, the entry point). See docs/emulator.md.
 """
 
-from longshore.sim.kubeapi.emulator import KubeApiEmulator, WallClock
+from longshore.adapters.clock import WallClock
+from longshore.sim.kubeapi.emulator import KubeApiEmulator
 from longshore.sim.kubeapi.errors import ApiError
 from longshore.sim.kubeapi.faults import Fault
 from longshore.sim.kubeapi.store import ObjectStore

@@ -109,6 +109,22 @@ def test_pinned_alias_reads_the_pinned_parameter(world: World) -> None:
     assert AmiResolver(world.session.client("ssm"), world.ec2).resolve(pinned, "1.30", "x86_64") == image
 
 
+def test_a_new_release_is_picked_up_once_the_cached_answer_is_older_than_the_ttl(world: World) -> None:
+    name = ssm_parameter_name("AL2023", "1.30", "x86_64")
+    first = register_image(world.ec2, "al2023-release-1", "x86_64")
+    second = register_image(world.ec2, "al2023-release-2", "x86_64")
+    put_public_parameter("us-east-1", name, first)
+    resolver = AmiResolver(world.session.client("ssm"), world.ec2, ttl_s=300)
+    latest = node_class(ami_selector_terms=(SelectorTerm(alias="al2023@latest"),))
+    resolver.refresh_if_stale(1000.0)
+    assert resolver.resolve(latest, "1.30", "x86_64") == first
+    put_public_parameter("us-east-1", name, second)  # AWS publishes a new AMI
+    resolver.refresh_if_stale(1299.0)
+    assert resolver.resolve(latest, "1.30", "x86_64") == first, "still within the TTL"
+    resolver.refresh_if_stale(1300.0)
+    assert resolver.resolve(latest, "1.30", "x86_64") == second
+
+
 def test_missing_parameter_and_bad_alias_are_clear_errors(world: World) -> None:
     resolver = AmiResolver(world.session.client("ssm"), world.ec2)
     with pytest.raises(

@@ -438,8 +438,8 @@ class SimulatedWorld:
             parameter = ssm_parameter_name(family, version, arch, accelerator)
             put_public_parameter(self.config.region, parameter, image)
             published[parameter] = image
-        # The launcher's resolver caches answers for its lifetime (one Lambda container); a new release is
-        # what a fresh container would see, so the world starts one.
+        # The launcher's resolver trusts an answer for 5 minutes (REFRESH_SECONDS); the scenario publishes at a
+        # chosen instant and wants launches from then on to use it, as a cold container would: start afresh.
         self.launcher._amis = AmiResolver(self.ssm, self.ec2)
         return published
 

@@ -80,14 +80,30 @@ def effective_family(node_class: NodeClass) -> str:
     return node_class.ami_family
 
 
-class AmiResolver:
-    """Resolves image ids for node classes, caching each answer for the resolver's lifetime."""
+REFRESH_SECONDS = 300.0  # how long a resolved AMI is trusted; the planner re-reads drift targets as often
 
-    def __init__(self, ssm: Any, ec2: Any) -> None:
+
+class AmiResolver:
+    """Resolves image ids for node classes, caching answers until `refresh_if_stale` finds them too old.
+
+    A warm Lambda container lives for hours; without a refresh it would keep launching the AMI it saw first
+    after a new one is published, and the planner would find every new node drifted.
+    """
+
+    def __init__(self, ssm: Any, ec2: Any, *, ttl_s: float = REFRESH_SECONDS) -> None:
         self._ssm = ssm
         self._ec2 = ec2
+        self._ttl_s = ttl_s
+        self._fetched_at: float | None = None
         self._parameters: dict[str, str] = {}
         self._images: dict[tuple[SelectorTerm, ...], tuple[dict[str, Any], ...]] = {}
+
+    def refresh_if_stale(self, now: float) -> None:
+        """Forget cached answers older than the TTL (`now` comes from the caller's clock)."""
+        if self._fetched_at is None or now - self._fetched_at >= self._ttl_s:
+            self._parameters.clear()
+            self._images.clear()
+            self._fetched_at = now
 
     def parameter(self, name: str, node_class: str = "") -> str:
         if name not in self._parameters:

@@ -475,6 +475,7 @@ class Ec2Launcher:
         labels: Iterable[tuple[str, str]],
         now: float,
     ) -> str:
+        self._amis.refresh_if_stale(now)
         image = self._amis.resolve(node_class, self._cluster.version, option.arch, option.accelerator)
         bootstrap = node_bootstrap(pool, node_class, option, family, labels)
         text = render_user_data(

@@ -85,6 +85,7 @@ def convert_documents(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         else:
             disruption = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}
+        disruption["budgets"] = [{"nodes": "100%"}]  # v1alpha5 had no budgets
         pool_spec: dict[str, Any] = {
             "template": {"metadata": metadata, "spec": template_spec},
             "disruption": disruption,

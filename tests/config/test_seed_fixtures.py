@@ -78,7 +78,7 @@ def test_requirements_ttl_empty_normalises_to_when_empty_after_60s() -> None:
     pool = config.pool("default")
     assert pool.disruption.consolidation_policy == "WhenEmpty"
     assert pool.disruption.consolidate_after_seconds == 60
-    assert pool.disruption.budgets == (Budget(nodes="10%"),)
+    assert pool.disruption.budgets == (Budget(nodes="100%"),), "v1alpha5 had no budgets"
     assert pool.expiry.after_seconds is None and pool.expiry.forceful is False
     assert pool.requirements[2] == Requirement("karpenter.k8s.aws/instance-generation", "In", ("3", "5"))
     node_class = config.node_class_of(pool)

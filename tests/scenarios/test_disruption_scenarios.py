@@ -38,12 +38,11 @@ def test_seed_scale_to_zero_taints_the_empty_node_60_to_75_s_after_its_last_pod_
     _, summary = run("seed-inflate")
     assert_clean(summary)
     waits = summary["tainted_after_last_pod_left_s"]
-    assert len(waits) == 5 and 60.0 <= min(waits.values()) <= 75.0
-    assert all(wait >= 60.0 for wait in waits.values()), "never before ttlSecondsAfterEmpty"
+    # v1alpha5 had no disruption budgets: every empty node goes when its ttlSecondsAfterEmpty passes.
+    assert len(waits) == 5
+    assert all(60.0 <= wait <= 75.0 for wait in waits.values()), waits
     assert summary["disruptions_by_reason"] == {"empty": 5}
     assert summary["nodes_terminated"] == 5 and summary["nodes_final"] == 0
-    # The pool's default budget (10% of 5 nodes, rounded up) lets one node go at a time.
-    assert summary["max_disrupting_at_once"] == {"default": 1}
 
 
 def test_spot_warning_on_3_of_5_nodes_is_drained_and_replaced_before_the_reclaim() -> None:

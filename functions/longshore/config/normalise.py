@@ -14,7 +14,9 @@ leaves out. Where the dialects mean different things the model says so explicitl
   `NodePool.effective_kubelet` resolves them.
 * v1alpha5 selectors (maps) become selector terms; an AMI family without an AMI selector becomes the family's
   `<family>@latest` alias, which is exactly what v1 spells; IMDS hop limit defaults to 2 before v1 and 1 in v1.
-* budgets: v1alpha5 had none; it gets the v1 default (10%), as Karpenter's conversion does.
+* budgets: v1alpha5 had none, and its pools keep behaving that way: unbudgeted (`nodes: 100%`), so all
+  empty nodes go when their `ttlSecondsAfterEmpty` passes, as they did. The v1 default (10%) applies to pools
+  written as NodePools. (Karpenter's own conversion gave them 10%, which changed how they behave.)
 * a node class without block devices gets the AMI family's default volumes (20 GiB gp3 encrypted root for
   AL2/AL2023/Ubuntu, 4 GiB + 20 GiB for Bottlerocket, 50 GiB for Windows, none for Custom), with the device
   that holds ephemeral storage marked `root_volume`.
@@ -244,6 +246,9 @@ def node_class_from_template(doc: v1alpha5.AWSNodeTemplate, origin: Origin) -> N
     )
 
 
+UNBUDGETED = Budget(nodes="100%")  # v1alpha5 had no disruption budgets
+
+
 def pool_from_provisioner(doc: v1alpha5.Provisioner, origin: Origin) -> tuple[NodePool, NodeClass | None]:
     """A Provisioner as a pool; an inline `provider` becomes a node class named after the Provisioner."""
     spec = doc.spec
@@ -267,7 +272,9 @@ def pool_from_provisioner(doc: v1alpha5.Provisioner, origin: Origin) -> tuple[No
         taints=taints(spec.taints),
         startup_taints=taints(spec.startupTaints),
         expiry=Expiry(after_seconds=spec.ttlSecondsUntilExpired, forceful=False),
-        disruption=Disruption(consolidation_policy=policy, consolidate_after_seconds=after),
+        disruption=Disruption(
+            consolidation_policy=policy, consolidate_after_seconds=after, budgets=(UNBUDGETED,)
+        ),
         limits=Resources.parse(spec.limits.resources) if spec.limits is not None else Resources(),
         kubelet=kubelet(spec.kubeletConfiguration),
     )

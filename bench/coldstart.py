@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = "demo"
@@ -84,24 +85,35 @@ def _seed(endpoint: str) -> dict[str, str]:
     }
 
 
-def measure(runs: int = 7, kubernetes_path: str | None = None) -> dict[str, object]:
+def seed_world(endpoint: str) -> dict[str, str]:
+    """Seed the demo cluster's AWS side in the moto server at `endpoint`; returns the function's environment."""
+    return _seed(endpoint)
+
+
+def start_moto_server() -> tuple[Any, str]:
+    """A moto server on 127.0.0.1 (ephemeral port), started; returns it and its endpoint URL."""
+    import logging
+
     from moto.server import ThreadedMotoServer
 
     os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(key, "testing")
-    compileall.compile_dir(str(REPO / "functions" / "longshore"), quiet=1)
-    if kubernetes_path:
-        compileall.compile_dir(kubernetes_path, quiet=1)
-    import logging
-
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    host, port = server.get_host_and_port()
+    return server, f"http://{host}:{port}"
+
+
+def measure(runs: int = 7, kubernetes_path: str | None = None) -> dict[str, object]:
+    compileall.compile_dir(str(REPO / "functions" / "longshore"), quiet=1)
+    if kubernetes_path:
+        compileall.compile_dir(kubernetes_path, quiet=1)
+    server, endpoint = start_moto_server()
     try:
-        host, port = server.get_host_and_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "LONGSHORE_"))}
-        env.update(_seed(f"http://{host}:{port}"))
+        env.update(_seed(endpoint))
         paths = [str(REPO / "functions")]
         if kubernetes_path:
             paths.insert(0, kubernetes_path)

@@ -75,7 +75,6 @@ def _pivot(rows: list[list[float]], rhs: list[float], objective: list[float], r:
     pivot_row = rows[r]
     a = pivot_row[c]
     inv = 1.0 / a
-    width = len(pivot_row)
     new_pivot_row = [value * inv for value in pivot_row]
     new_pivot_row[c] = inv
     rhs_r = rhs[r] * inv
@@ -85,15 +84,13 @@ def _pivot(rows: list[list[float]], rhs: list[float], objective: list[float], r:
         factor = row[c]
         if factor == 0.0:
             continue
-        for j in range(width):
-            if j != c:
-                row[j] -= factor * new_pivot_row[j]
-        row[c] = -factor * inv
+        updated = [value - factor * p for value, p in zip(row, new_pivot_row, strict=True)]
+        updated[c] = -factor * inv
+        rows[i] = updated
         rhs[i] -= factor * rhs_r
     factor = objective[c]
-    for j in range(width):
-        if j != c:
-            objective[j] -= factor * new_pivot_row[j]
-    objective[c] = -factor * inv
+    updated = [value - factor * p for value, p in zip(objective, new_pivot_row, strict=True)]
+    updated[c] = -factor * inv
+    objective[:] = updated
     rows[r] = new_pivot_row
     rhs[r] = rhs_r

@@ -45,6 +45,7 @@ import bisect
 import copy
 import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -121,7 +122,7 @@ _FillOrder = tuple[list[int], dict[int, float], list[int], list[int]]
 
 
 def _fits(demand: Sequence[int], room: Sequence[int]) -> bool:
-    return all(d <= r for d, r in zip(demand, room, strict=True))
+    return all(map(operator.le, demand, room))
 
 
 class _Packer:
@@ -150,12 +151,15 @@ class _Packer:
             self.candidates, key=lambda c: (c.price, -sum(types[c.type_index].room), c.offer)
         )
         self.group_rows: list[tuple[list[tuple[int, ...]], list[float]]] = []
+        # (group, demand) -> resource prices; shared by forks, which often re-price at the same demand
+        self.dual_cache: dict[tuple[int, tuple[float, ...]], tuple[float, ...]] = {}
         self.initial_prices = self._group_prices()
         self.holding_cache: dict[tuple[int, tuple[int, ...]], list[_Candidate]] = {}
         self.prices = self.initial_prices
         self.price_version = next(_PRICE_VERSIONS)
         self.values = self._item_values()
-        self.room_values: dict[tuple[tuple[int, ...], int], float] = {}
+        self.type_values: list[list[float] | None] = [None] * len(self.group_masks)
+        self.bits_of: dict[int, tuple[int, ...]] = {}
         self.priced_at = sum(self.remaining[k] * self.values[k] for k in range(len(self.items)))
         self.dead: set[int] = set()
         self.conflicted_by: list[set[int]] = [set() for _ in items]
@@ -235,7 +239,12 @@ class _Packer:
                 if self.group_of[k] == g and self.remaining[k]:
                     for r, amount in enumerate(self.items[k].demand):
                         demand[r] += amount * self.remaining[k]
-            found.append(resource_prices(demand, rooms, prices))
+            key = (g, tuple(demand))
+            solved = self.dual_cache.get(key)
+            if solved is None:
+                solved = resource_prices(demand, rooms, prices)
+                self.dual_cache[key] = solved
+            found.append(solved)
         return found
 
     def _dual_rows(self, mask: int) -> tuple[list[tuple[int, ...]], list[float]]:
@@ -270,7 +279,7 @@ class _Packer:
         if left < self.priced_at * REPRICE and left > 0:
             self.prices = self._group_prices()
             self.values = self._item_values()
-            self.room_values.clear()
+            self.type_values = [None] * len(self.group_masks)
             self.price_version = next(_PRICE_VERSIONS)
             self.priced_at = sum(self.remaining[k] * self.values[k] for k in range(len(self.items)))
 
@@ -292,7 +301,7 @@ class _Packer:
         twin.limit_room = list(self.limit_room) if self.limit_room is not None else None
         twin.dead = set(self.dead)
         twin.limit_blocked = set(self.limit_blocked)
-        twin.room_values = dict(self.room_values)
+        twin.type_values = list(self.type_values)
         twin.price_version = next(_PRICE_VERSIONS)  # bins cache their value per version; forks diverge
         return twin
 
@@ -397,7 +406,7 @@ class _Packer:
                     for k in active
                     if cand.groups >> self.group_of[k] & 1
                 )
-            capacity_value = self._capacity_value(room, cand.groups)
+            capacity_value = self._capacity_value(cand.type_index, cand.groups)
             cand.bound = (
                 min(capacity_value, available[cand.groups]) / cand.price if cand.price > 0 else math.inf
             )
@@ -490,7 +499,7 @@ class _Packer:
         for cand in options:
             available = seed_value + budget_of[cand.groups]
             if cand.valued_at != self.price_version:
-                cand.capacity = self._capacity_value(self.types[cand.type_index].room, cand.groups)
+                cand.capacity = self._capacity_value(cand.type_index, cand.groups)
                 cand.valued_at = self.price_version
             cand.bound = min(cand.capacity, available) / cand.price if cand.price > 0 else math.inf
         options.sort(key=lambda c: (-c.bound, c.price))
@@ -644,21 +653,25 @@ class _Packer:
                 add(k, limit)
         return taken
 
-    def _capacity_value(self, room: tuple[int, ...], groups: int) -> float:
-        """An upper bound on the value a node with `room` can hold: the best group's LP value of the room."""
-        key = (room, groups)
-        found = self.room_values.get(key)
-        if found is None:
-            found = max(
-                (
-                    sum(p * r for p, r in zip(self.prices[g], room, strict=True))
-                    for g in range(len(self.group_masks))
-                    if groups >> g & 1
-                ),
-                default=0.0,
-            )
-            self.room_values[key] = found
-        return found
+    def _capacity_value(self, type_index: int, groups: int) -> float:
+        """An upper bound on the value a node of a type can hold: the best group's LP value of its room.
+
+        Each group's value of every type's room is computed once per set of prices (a table per group)."""
+        bits = self.bits_of.get(groups)
+        if bits is None:
+            bits = tuple(g for g in range(len(self.group_masks)) if groups >> g & 1)
+            self.bits_of[groups] = bits
+        best = 0.0
+        for position, g in enumerate(bits):
+            table = self.type_values[g]
+            if table is None:
+                prices = self.prices[g]
+                table = [sum(map(operator.mul, prices, t.room)) for t in self.types]
+                self.type_values[g] = table
+            value = table[type_index]
+            if position == 0 or value > best:
+                best = value
+        return best
 
     def _shares(self, active: list[int], needed: int, seed: int) -> list[int]:
         big = 1 << 60

@@ -15,6 +15,7 @@ import pytest
 
 from longshore.sim.runner import ScenarioRunner
 from longshore.sim.scenario import load_scenario
+from tests.scenarios.optimum import whole_node_optimum
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -97,33 +98,12 @@ def test_duplicate_foreign_health_and_rebalance_events_each_end_as_they_should()
     assert summary["max_disrupting_at_once"]["notify-pool"] == 0
 
 
-def _whole_node_optimum(runner: ScenarioRunner, cpu_m: int, memory: int, count: int) -> float:
-    """The cheapest whole-node cluster for `count` identical pods on the scenario's pools (exact, by DP)."""
-    from longshore.core.scheduling.templates import build_templates
-
-    templates = build_templates(
-        runner.config.node_pools, runner.config.node_classes, runner.world.catalog, (), runner.config.settings
-    )
-    bins = []
-    for template in templates:
-        for option in template.options:
-            fits = min(
-                option.room.get("cpu") // cpu_m, option.room.get("memory") // memory, option.room.get("pods")
-            )
-            if fits > 0 and option.offerings:
-                bins.append((fits, min(o.price for o in option.offerings)))
-    best = [0.0] + [float("inf")] * count
-    for n in range(1, count + 1):
-        best[n] = min(best[max(0, n - fits)] + price for fits, price in bins)
-    return best[count]
-
-
 def test_consolidation_after_30_to_5_settles_on_the_cheapest_whole_nodes() -> None:
     runner, summary = run("consolidate-30-to-5")
     assert_clean(summary)
     assert summary["disruptions_by_reason"].get("underutilized", 0) >= 1
     assert summary["max_disrupting_at_once"] == {"general": 1}  # 10% budget
-    optimum = _whole_node_optimum(runner, 500, 512 * 2**20, 5)
+    optimum = whole_node_optimum(runner, 500, 512 * 2**20, 5)
     assert summary["cost_per_hour_final"] <= 1.05 * optimum
     # 1.05 x the fluid LP bound is out of reach for whole nodes: 5 pods of 500m on the pool's best node fill
     # it to 64 %; the ratio to the bound is the whole-node optimum's.

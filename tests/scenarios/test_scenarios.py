@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from longshore.core.scheduling.templates import build_templates
 from longshore.sim.runner import ScenarioRunner, run_scenario
 from longshore.sim.scenario import load_scenario
+from tests.scenarios.optimum import whole_node_optimum
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 ISSUE_SCHEMA = {
@@ -70,30 +70,11 @@ def test_seed_scenario_writes_the_summary_and_the_plot(seed: tuple[dict[str, Any
     assert (directory / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _integer_optimum(runner: ScenarioRunner, cpu_m: int, memory: int, count: int) -> float:
-    """The cheapest whole-node cluster for `count` identical pods on the scenario's pools (exact, by DP)."""
-    templates = build_templates(
-        runner.config.node_pools, runner.config.node_classes, runner.world.catalog, (), runner.config.settings
-    )
-    bins = []
-    for template in templates:
-        for option in template.options:
-            fits = min(
-                option.room.get("cpu") // cpu_m, option.room.get("memory") // memory, option.room.get("pods")
-            )
-            if fits > 0 and option.offerings:
-                bins.append((fits, min(o.price for o in option.offerings)))
-    best = [0.0] + [float("inf")] * count
-    for n in range(1, count + 1):
-        best[n] = min(best[max(0, n - fits)] + price for fits, price in bins)
-    return best[count]
-
-
 def test_nginx_scale_out_runs_all_30_at_the_best_whole_node_cost_without_duplicates() -> None:
     runner, summary = run("nginx-to-scaleout")
     assert summary["pods"]["total_seen"] == 30 and summary["pods"]["never_ran"] == []
     assert summary["duplicate_launches"] == 0 and summary["violations"] == []
-    optimum = _integer_optimum(runner, 500, 512 * 2**20, 30)
+    optimum = whole_node_optimum(runner, 500, 512 * 2**20, 30)
     assert summary["cost_per_hour_final"] <= 1.05 * optimum
     # The issue asks for <= 1.05 x the fluid LP bound; 30 pods of 500m fill the best node (a c6i.4xlarge,
     # 15,890m allocatable) to 94.4 %, so no whole-node cluster gets closer than this ratio:

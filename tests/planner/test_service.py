@@ -105,6 +105,22 @@ def test_drift_launches_the_replacement_first_and_taints_only_when_it_is_up() ->
     assert w.metrics.total(telemetry.DISRUPTION_DECISIONS, Reason="drifted") == 1
 
 
+def test_a_surge_starts_the_termination_grace_period_at_the_taint_not_at_the_decision() -> None:
+    current = a_pool(policy="WhenEmpty", after=None, requirements=(), grace=60)
+    w = PlannerWorld(cluster_config(current))
+    w.launcher.ready_after = 120  # the replacement takes longer than the pool's terminationGracePeriod
+    w.add_node("old", annotations={"karpenter.sh/nodepool-hash": "v1-stale"})
+    w.add_pod("web", "old", cpu="3")
+
+    w.run(400)
+
+    assert "old" not in w.cluster.nodes
+    assert w.cluster.evicted == ["default/web"] and w.cluster.deleted == []  # evicted, not force-deleted
+    (execution,) = w.workflows.disruptions()
+    (tainted_at,) = w.cluster.times("taint", "old")
+    assert execution.output["deadline"] == tainted_at + 60
+
+
 def test_a_replacement_that_cannot_launch_abandons_the_decision_untouched() -> None:
     current = a_pool(policy="WhenEmpty", after=None)
     w = PlannerWorld(cluster_config(current))

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from longshore.core.claims import NodeClaim
 from longshore.core.commands import DisruptionCommand
 from longshore.workflow import steps
 from longshore.workflow.errors import (
@@ -18,7 +19,7 @@ from longshore.workflow.errors import (
     StepInputError,
     TerminationTimedOutError,
 )
-from tests.workflow.fakes import CLUSTER, World, make_pdb, make_pod, new_world
+from tests.workflow.fakes import CLUSTER, World, make_node, make_pdb, make_pod, new_world
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")
 
@@ -314,6 +315,26 @@ def test_plan_rotation_refuses_foreign_and_missing_nodes_naming_each(world: Worl
 def test_run_step_rejects_unknown_steps(world: World) -> None:
     with pytest.raises(StepInputError, match="'step' has value 'dance'"):
         steps.run_step("dance", {}, world.ports)
+
+
+def test_drain_taints_and_drains_a_node_that_registered_after_validate() -> None:
+    world = new_world()
+    world.instances.add("i-7")
+    world.claims.put(
+        NodeClaim(
+            id="claim-late", nodepool="default", node_class="default", instance_id="i-7", state="launched"
+        )
+    )
+    state = steps.taint(validated(world, instance_id="i-7", execution="rebalance-i-7"), world.ports)
+    assert state["nodeName"] is None and state["tainted"] is False
+    world.cluster.add_node(make_node("late", "i-7"))  # joins while the surge waits for its replacement
+    world.cluster.add_pod(make_pod("app", "late"))
+    state = steps.drain(state, world.ports)
+    assert state["nodeName"] == "late" and state["tainted"] is True
+    assert state["drain"]["status"] == "draining"
+    assert DISRUPTED in world.cluster.taints("late")
+    state = steps.drain(state, world.ports)
+    assert world.cluster.evicted == ["default/app"] and state["drain"]["status"] == "draining"
 
 
 def test_drain_passes_are_bounded_even_with_a_far_deadline(world: World) -> None:

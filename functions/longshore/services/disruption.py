@@ -568,6 +568,10 @@ class DisruptionService:
     ) -> DisruptionCommand:
         pool = next((p for p in self.config.node_pools if p.name == node.nodepool), None)
         grace = pool.termination_grace_period_seconds if pool is not None else None
+        if replace_first:
+            # A surge waits for its replacement before tainting: the Taint step starts the pool's
+            # terminationGracePeriod then (as Karpenter does), so the wait does not eat into the drain.
+            grace = None
         return DisruptionCommand(
             instance_id=node.instance_id,
             reason=reason,

@@ -255,6 +255,11 @@ def drain(state: State, ports: StepPorts) -> State:
     progress = current.drain
     started_at = progress.started_at if progress.started_at is not None else now
     if not current.node_name:
+        # Validate found no node, but the instance may have registered since (a surge waits minutes):
+        # taint and drain that node rather than letting Terminate take its pods without eviction.
+        late = nodes.find_node_for_instance(ports.cluster.list_nodes(), current.command.instance_id)
+        if late is not None:
+            return taint(current.with_command(node_name=nodes.name_of(late)).to_json(), ports)
         return current.evolve(
             drain=DrainProgress(status="drained", started_at=started_at, summary="no node")
         ).to_json()

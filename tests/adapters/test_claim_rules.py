@@ -186,3 +186,11 @@ def test_unfulfillable_codes_and_their_scope() -> None:
         *spot[:2],
         key,
     }
+
+
+def test_an_instance_tagged_with_a_claim_that_records_another_instance_is_an_orphan() -> None:
+    instances = [
+        CloudInstance("i-1", "running", "m5.large", "a", "spot", "c", "p", 0.0),  # the claim's own
+        CloudInstance("i-9", "running", "m5.large", "a", "spot", "c", "p", 0.0),  # a duplicate launch
+    ]
+    assert [i.instance_id for i in decide_orphans(instances, [LAUNCHED], now=100.0, grace_s=60.0)] == ["i-9"]

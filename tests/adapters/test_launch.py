@@ -21,9 +21,10 @@ import pytest
 from longshore.adapters.aws import tags as tagnames
 from longshore.adapters.aws.userdata import parse_bootstrap
 from longshore.core.claims import LAUNCH_ATTEMPT_LEASE_S, KubeletSettings, LaunchOption
+from longshore.core.model import SelectorTerm
 from longshore.core.offerings import UNAVAILABLE_TTL_S
 from longshore.sim.aws import SimulatedCrash
-from tests.adapters.conftest import CLUSTER, ZONES, World, options, request
+from tests.adapters.conftest import CLUSTER, ZONES, World, cluster_config, node_class, options, request
 
 NOW = 1_000_000.0
 
@@ -298,3 +299,16 @@ def test_a_repeated_client_token_returns_the_first_answer_without_launching(worl
     assert first["Instances"][0]["InstanceIds"] == repeat["Instances"][0]["InstanceIds"]
     assert len(world.live_instances()) == 2
     assert result.status == "launched"
+
+
+def test_a_node_class_that_cannot_launch_fails_its_claim_with_a_clear_reason(world: World) -> None:
+    """A node class error (here: its subnet selector matches no subnet) is one bad claim, not a crashed run."""
+    bad = node_class(subnet_selector_terms=(SelectorTerm(tags=(("karpenter.sh/discovery", "nowhere"),)),))
+    req = request()
+    result = world.launcher(cluster_config(classes=(bad,))).launch(req, NOW)
+
+    assert result.status == "failed"
+    assert "EC2NodeClass default" in result.reason and "subnetSelectorTerms" in result.reason
+    assert world.store.get(req.claim.id) is None, "the claim is forgotten so its pods are planned again"
+    assert world.live_instances() == []
+    assert world.launcher().launch(req, NOW).status == "launched", "a fixed node class launches the claim"

@@ -16,6 +16,7 @@ from typing import Any
 from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.core import telemetry
 from longshore.core.claims import LAUNCH_TIMEOUT_S, ORPHAN_GRACE_S, REGISTRATION_TIMEOUT_S
+from longshore.ports.kube import ClusterUnavailableError
 from longshore.services.lifecycle import Lifecycle
 from longshore.sim.aws import SimulatedCrash
 from longshore.sim.clock import VirtualClock
@@ -155,3 +156,47 @@ def test_orphans_are_terminated_only_after_the_grace_period(world: World) -> Non
     assert _state(world, instance_id) in ("shutting-down", "terminated")
     assert [i["InstanceId"] for i in world.live_instances()] == [world.store.get(kept_id).instance_id]  # type: ignore[union-attr]
     assert sink.total(telemetry.ORPHANS_TERMINATED) == 1
+
+
+def test_a_duplicate_instance_tagged_with_a_claim_that_records_another_is_collected(world: World) -> None:
+    """A takeover that launched again (the first run's instance not yet visible) leaves two instances tagged
+    with one claim; the record keeps one, and the other must not live on, unowned, forever."""
+    lifecycle, _, sink = _lifecycle(world)
+    claim_id, duplicate_id = _crashed_after_create_fleet(world)
+    other_id, _ = _launched(world, pods=("default/other",))
+    kept = world.store.get(other_id)
+    crashed = world.store.get(claim_id)
+    assert kept is not None and crashed is not None
+    world.store.delete(other_id)
+    world.store.put(
+        replace(
+            crashed,
+            state="launched",
+            instance_id=kept.instance_id,
+            zone=kept.zone,
+            provider_id=kept.provider_id,
+            launched_at=NOW,
+            attempt_until=None,
+        )
+    )
+
+    outcome = lifecycle.reconcile([], NOW + ORPHAN_GRACE_S)
+    assert outcome.orphans == (duplicate_id,)
+    assert _state(world, duplicate_id) in ("shutting-down", "terminated")
+    assert [i["InstanceId"] for i in world.live_instances()] == [kept.instance_id]
+    assert sink.total(telemetry.ORPHANS_TERMINATED) == 1
+
+
+def test_a_registration_whose_node_patch_failed_is_retried_next_pass(world: World) -> None:
+    lifecycle, cluster, _ = _lifecycle(world)
+    claim_id, provider = _launched(world)
+    cluster.add_node(_node("ip-10-0-0-1", provider, ready=True, taints=[UNREGISTERED]))
+    cluster.fail_calls["patch_node"] = 1
+    with contextlib.suppress(ClusterUnavailableError):
+        lifecycle.reconcile(cluster.list_nodes(), NOW + 30)
+
+    retried = lifecycle.reconcile(cluster.list_nodes(), NOW + 40)
+    assert retried.claim_ids("register") == (claim_id,)
+    assert cluster.taints("ip-10-0-0-1") == [], "the unregistered taint is removed, or no pod ever lands"
+    done = lifecycle.reconcile(cluster.list_nodes(), NOW + 50)
+    assert done.claim_ids("initialize") == (claim_id,)

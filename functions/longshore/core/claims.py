@@ -388,11 +388,12 @@ def decide_orphans(
 ) -> tuple[CloudInstance, ...]:
     """Live instances tagged for the cluster that no claim owns (by instance id or claim tag), older than the grace.
 
-    An instance whose claim tag names an existing claim is never an orphan: that claim adopts it.
+    An instance whose claim tag names an existing claim that has no instance yet is never an orphan: that claim
+    adopts it. One whose claim already records another instance (a duplicate launch) is an orphan.
     """
     claim_list = tuple(claims)
     owned_ids = {c.instance_id for c in claim_list if c.instance_id}
-    claim_ids = {c.id for c in claim_list}
+    claim_ids = {c.id for c in claim_list if not c.instance_id}
     return tuple(
         i
         for i in instances

@@ -6,9 +6,9 @@ Theory of operation: `reconcile_lifecycle` reads every claim (store), every inst
 and carries the decisions out through the ports:
 
     adopt                 a `launching` claim whose instance exists (a run died after CreateFleet): record it
-    register              the Node with the claim's providerID appeared: record the node and the time, then
-                          label the Node (`karpenter.sh/registered`, pool and class labels) and remove the
-                          `karpenter.sh/unregistered` taint, in one patch
+    register              the Node with the claim's providerID appeared: label the Node
+                          (`karpenter.sh/registered`, pool and class labels) and remove the
+                          `karpenter.sh/unregistered` taint in one patch, then record the node and the time
     initialize            the Node is Ready and its startup and ephemeral taints are gone: record the time and
                           label the Node `karpenter.sh/initialized=true`
     launch_timeout        no instance 5 min after the claim was written: forget the claim
@@ -237,11 +237,8 @@ class Lifecycle:
         return True
 
     def _register(self, claim: NodeClaim, node: NodeObservation, now: float) -> bool:
-        written = self._store.compare_and_put(
-            transition(claim, "registered", node_name=node.name, registered_at=now)
-        )
-        if written is None:
-            return False
+        # The Node first: a patch that fails leaves the claim `launched`, so the next pass registers it again
+        # (recorded first, a registered claim is never patched again and keeps its unregistered taint).
         remaining = tuple(
             t for t in node.taints if (t.key, t.effect) != (UNREGISTERED_TAINT.key, UNREGISTERED_TAINT.effect)
         )
@@ -252,6 +249,11 @@ class Lifecycle:
                 taints=remaining if remaining != node.taints else None,
             ),
         )
+        written = self._store.compare_and_put(
+            transition(claim, "registered", node_name=node.name, registered_at=now)
+        )
+        if written is None:
+            return False
         log.info(
             "registered nodeclaim",
             extra={
@@ -305,7 +307,7 @@ class Lifecycle:
         orphans = [
             o
             for o in candidates
-            if (o.claim_id is None or self._store.get(o.claim_id) is None)
+            if (o.claim_id is None or _no_adopter(self._store.get(o.claim_id)))
             and self._store.by_instance(o.instance_id) is None
         ]
         if not orphans:
@@ -322,3 +324,8 @@ class Lifecycle:
             )
         self._metrics.emit(telemetry.ORPHANS_TERMINATED, float(len(orphans)))
         return tuple(o.instance_id for o in orphans)
+
+
+def _no_adopter(claim: NodeClaim | None) -> bool:
+    """No claim will adopt an instance tagged with this claim's id: it is gone or records another instance."""
+    return claim is None or bool(claim.instance_id)

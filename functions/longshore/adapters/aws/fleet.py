@@ -22,8 +22,10 @@ Theory of operation, for one `LaunchRequest`:
    price, image and template. On failure the record is deleted so the pods are planned again next pass, and
    the result says why (`InsufficientCapacity` when every option was refused for capacity).
 
-Unexpected exceptions (not an EC2 error answer) propagate with the record left in `launching`: whether the
-instance exists is unknown, and step 2 of a later run, or the lifecycle's launch timeout, settles it.
+A node class that cannot be launched (`ValueError`: no AMI, subnet or instance profile matches, bad user
+data) fails that claim with the error's message, like an EC2 error answer. Other unexpected exceptions
+propagate with the record left in `launching`: whether the instance exists is unknown, and step 2 of a later
+run, or the lifecycle's launch timeout, settles it.
 """
 
 from __future__ import annotations
@@ -198,6 +200,16 @@ class Ec2Launcher:
                 reason=code or "ClientError",
                 metrics=launch_metrics(None, (), code or "ClientError"),
             )
+        except ValueError as error:
+            # The node class cannot be launched (no AMI, subnet or instance profile matches, bad user data):
+            # raised before any CreateFleet succeeded, so no instance exists. Fail this claim with the error's
+            # message and let the run go on with the others.
+            self._store.delete(owned.id)
+            kind = type(error).__name__
+            log.warning(
+                "launch failed; node claim forgotten", extra={"claim": owned.id, "reason": str(error)}
+            )
+            return LaunchResult(owned.id, "failed", reason=str(error), metrics=launch_metrics(None, (), kind))
 
     # -- steps 3 and 4: launch with fallback -----------------------------------------------------------------------
 

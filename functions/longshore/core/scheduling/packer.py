@@ -600,18 +600,7 @@ class _Packer:
                 return 0
             limit = min(limit, math.ceil(room_left / values[k]))
             item = items[k]
-            if item.cap:
-                limit = min(limit, item.cap - taken.get(k, 0))
-            for group, cap in item.groups:
-                limit = min(limit, cap - group_used.get(group, 0))
-            if limit <= 0:
-                return 0
-            for amount, free in zip(item.demand, residual, strict=True):
-                if amount > 0:
-                    limit = min(limit, free // amount)
-                    if limit <= 0:
-                        return 0
-            return limit
+            return _within_item_limits(item, limit, taken.get(k, 0), group_used, residual)
 
         def add(k: int, count: int) -> None:
             item = items[k]
@@ -703,18 +692,7 @@ class _Packer:
             item = items[k]
             have = taken.get(k, 0)
             limit = min(self.remaining[k], shares[k]) - have
-            if item.cap:
-                limit = min(limit, item.cap - have)
-            for group, cap in item.groups:
-                limit = min(limit, cap - group_used.get(group, 0))
-            if limit <= 0:
-                return 0
-            for amount, free in zip(item.demand, residual, strict=True):
-                if amount > 0:
-                    limit = min(limit, free // amount)
-                    if limit <= 0:
-                        return 0
-            return limit
+            return _within_item_limits(item, limit, have, group_used, residual)
 
         def add(k: int, count: int) -> None:
             item = items[k]
@@ -945,6 +923,24 @@ class _Packer:
                     return PackedNode(cand.offer, node.contents, node.replicas)
                 return node
         return node
+
+
+def _within_item_limits(
+    item: Item, limit: int, have: int, group_used: dict[int, int], residual: Sequence[int]
+) -> int:
+    """`limit` cut down to the item's cap, its groups' caps and what the node's residual room holds."""
+    if item.cap:
+        limit = min(limit, item.cap - have)
+    for group, cap in item.groups:
+        limit = min(limit, cap - group_used.get(group, 0))
+    if limit <= 0:
+        return 0
+    for amount, free in zip(item.demand, residual, strict=True):
+        if amount > 0:
+            limit = min(limit, free // amount)
+            if limit <= 0:
+                return 0
+    return limit
 
 
 def _allowed_together(items: Sequence[Item], contents: dict[int, int]) -> bool:

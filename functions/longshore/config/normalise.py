@@ -25,6 +25,7 @@ leaves out. Where the dialects mean different things the model says so explicitl
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from longshore.config.durations import BUDGET, parse_duration, parse_go_duration
 from longshore.config.schema import base, cluster, ec2, v1, v1alpha5
@@ -284,6 +285,22 @@ def pool_from_provisioner(doc: v1alpha5.Provisioner, origin: Origin) -> tuple[No
 # --- v1beta1 and v1 -----------------------------------------------------------------------------------------
 
 
+def _template_fields(doc: v1.NodePoolV1beta1 | v1.NodePoolV1, origin: Origin) -> dict[str, Any]:
+    """The NodePool fields v1beta1 and v1 spell the same way (identity, template, weight)."""
+    spec, template = doc.spec, doc.spec.template
+    return {
+        "name": doc.metadata.name,
+        "origin": origin,
+        "node_class": template.spec.nodeClassRef.name,
+        "weight": spec.weight or 0,
+        "labels": pairs(template.metadata.labels),
+        "annotations": pairs(template.metadata.annotations),
+        "requirements": requirements(template.spec.requirements),
+        "taints": taints(template.spec.taints),
+        "startup_taints": taints(template.spec.startupTaints),
+    }
+
+
 def pool_from_v1beta1(doc: v1.NodePoolV1beta1, origin: Origin) -> NodePool:
     spec, template = doc.spec, doc.spec.template
     disruption = spec.disruption
@@ -293,15 +310,7 @@ def pool_from_v1beta1(doc: v1.NodePoolV1beta1, origin: Origin) -> NodePool:
     else:
         policy, after = "WhenEmpty", parse_duration(disruption.consolidateAfter)
     return NodePool(
-        name=doc.metadata.name,
-        origin=origin,
-        node_class=template.spec.nodeClassRef.name,
-        weight=spec.weight or 0,
-        labels=pairs(template.metadata.labels),
-        annotations=pairs(template.metadata.annotations),
-        requirements=requirements(template.spec.requirements),
-        taints=taints(template.spec.taints),
-        startup_taints=taints(template.spec.startupTaints),
+        **_template_fields(doc, origin),
         expiry=Expiry(after_seconds=parse_duration(disruption.expireAfter), forceful=False),
         disruption=Disruption(
             consolidation_policy=policy, consolidate_after_seconds=after, budgets=_budgets(disruption.budgets)
@@ -316,15 +325,7 @@ def pool_from_v1(doc: v1.NodePoolV1, origin: Origin) -> NodePool:
     disruption = spec.disruption
     grace = template.spec.terminationGracePeriod
     return NodePool(
-        name=doc.metadata.name,
-        origin=origin,
-        node_class=template.spec.nodeClassRef.name,
-        weight=spec.weight or 0,
-        labels=pairs(template.metadata.labels),
-        annotations=pairs(template.metadata.annotations),
-        requirements=requirements(template.spec.requirements),
-        taints=taints(template.spec.taints),
-        startup_taints=taints(template.spec.startupTaints),
+        **_template_fields(doc, origin),
         expiry=Expiry(after_seconds=parse_duration(template.spec.expireAfter), forceful=True),
         termination_grace_period_seconds=parse_duration(grace, allow_never=False) if grace else None,
         disruption=Disruption(

@@ -1,8 +1,9 @@
 """The store ports, DynamoDB (moto) and in-memory side by side: both must give the same answers.
 
 Matrix: create-if-absent (first wins), get/by_instance/list/put/delete, compare-and-put (fresh wins, stale
-loses, vanished loses), the round trip of every claim field, unavailable offerings with TTL, lease acquire
-(free, held, expired, renew by owner) and release (owner only), and many threads racing for one claim.
+loses, vanished loses), delete-if (unchanged only), the round trip of every claim field, unavailable offerings
+with TTL, lease acquire (free, held, expired, renew by owner) and release (owner only), and many threads
+racing for one claim.
 """
 
 from __future__ import annotations
@@ -99,6 +100,19 @@ def test_compare_and_put_rejects_stale_and_vanished_claims(stores: tuple[Any, An
     claims.delete("c1")  # idempotent
     assert claims.get("c1") is None
     assert claims.compare_and_put(written) is None
+
+
+def test_delete_if_forgets_only_an_unchanged_claim(stores: tuple[Any, Any, Any]) -> None:
+    claims, _, _ = stores
+    claims.create_if_absent(NodeClaim("c1", "default", "default", state="launched"))
+    read = claims.get("c1")
+    registered = claims.compare_and_put(replace(read, state="registered"))  # another run moved it on
+    assert registered is not None
+    assert claims.delete_if("c1", read.version) is False
+    assert claims.get("c1") == registered, "a claim changed since it was read survives"
+    assert claims.delete_if("c1", registered.version) is True
+    assert claims.get("c1") is None
+    assert claims.delete_if("c1", registered.version) is False, "already gone: nothing deleted"
 
 
 def test_by_instance_and_list_see_puts_and_deletes(stores: tuple[Any, Any, Any]) -> None:

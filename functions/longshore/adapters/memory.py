@@ -1,7 +1,7 @@
 """In-memory implementations of the store ports, for unit tests of services and handlers.
 
 Theory of operation: each fake keeps plain dicts behind a lock and applies exactly the conditions the DynamoDB
-adapter applies (create-if-absent, compare-and-put on `version`, lease owner/expiry), so a service tested
+adapter applies (create-if-absent, compare-and-put and delete-if on `version`, lease owner/expiry), so a service tested
 against these behaves the same against `adapters.aws.dynamodb`. They hold state only; nothing here launches
 instances (use moto and `sim.aws` for that).
 """
@@ -57,6 +57,14 @@ class MemoryClaimStore:
     def delete(self, claim_id: str) -> None:
         with self._lock:
             self._claims.pop(claim_id, None)
+
+    def delete_if(self, claim_id: str, expected_version: int) -> bool:
+        with self._lock:
+            stored = self._claims.get(claim_id)
+            if stored is None or stored.version != expected_version:
+                return False
+            del self._claims[claim_id]
+            return True
 
 
 class MemoryOfferingAvailability:

@@ -3,7 +3,8 @@
 Theory of operation: every Lambda run is stateless; what must survive it lives behind these ports (DynamoDB
 in production, `adapters.memory` in unit tests). Writes that decide ownership are conditional:
 `create_if_absent` lets exactly one run create a claim, `compare_and_put` replaces a claim only if nobody
-changed it since it was read (its `version`), and `Lease.acquire` succeeds only when the lease is free,
+changed it since it was read (its `version`), `delete_if` forgets a claim only if nobody changed it since it
+was read (a claim another run just registered or took over is never deleted), and `Lease.acquire` succeeds only when the lease is free,
 expired, or already ours. Times are epoch seconds passed in by the caller (never read from a clock here).
 """
 
@@ -42,6 +43,14 @@ class ClaimStore(Protocol):
 
     def delete(self, claim_id: str) -> None:
         """Forget a claim (idempotent)."""
+        ...
+
+    def delete_if(self, claim_id: str, expected_version: int) -> bool:
+        """Forget a claim only if the stored claim still has `expected_version`.
+
+        True when this call deleted it; False when the claim changed (another run wrote it since it was read)
+        or is already gone.
+        """
         ...
 
 

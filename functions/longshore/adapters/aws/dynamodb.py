@@ -9,8 +9,8 @@ TTL attribute `ttl`, GSI `by-instance` on `instance_id`.
 
 A claim is stored as a JSON document (`doc`) plus the attributes conditions and the GSI need (`version`,
 `state`, `instance_id` only when set, because a GSI key may not be empty). Ownership decisions are conditional
-writes: `create_if_absent` (`attribute_not_exists(pk)`), `compare_and_put` (`version = :expected`) and
-`Lease.acquire` (free, expired or ours). A failed condition is an answer (False/None), never an exception.
+writes: `create_if_absent` (`attribute_not_exists(pk)`), `compare_and_put` and `delete_if`
+(`version = :expected`) and `Lease.acquire` (free, expired or ours). A failed condition is an answer (False/None), never an exception.
 Unavailable offerings are one query on `pk="ice"`; DynamoDB's TTL deletes them eventually, and readers filter
 by `until > now` because TTL deletion is lazy.
 """
@@ -157,6 +157,21 @@ class DynamoClaimStore:
 
     def delete(self, claim_id: str) -> None:
         self._t.client.delete_item(TableName=self._t.name, Key=self._key(claim_id))
+
+    def delete_if(self, claim_id: str, expected_version: int) -> bool:
+        try:
+            self._t.client.delete_item(
+                TableName=self._t.name,
+                Key=self._key(claim_id),
+                ConditionExpression="attribute_exists(pk) AND #v = :expected",
+                ExpressionAttributeNames={"#v": "version"},
+                ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
+            )
+        except ClientError as error:
+            if _conditional_failed(error):
+                return False
+            raise
+        return True
 
 
 class DynamoOfferingAvailability:

@@ -5,7 +5,9 @@ the zone, cheapest pool); launch templates shared and recreated; at most 60 over
 capacity errors on the cheapest pools (fallback in the same run), on every spot pool (on-demand fallback), on
 every pool (failure, claim forgotten, no EC2 call while the TTL runs, success after it); throttling (absorbed by
 botocore, then by our own backoff, then a clean failure); a crash between CreateFleet and the record (retry
-during the attempt lease does nothing, after it adopts); two launches of the same claim at once (one instance).
+during the attempt lease does nothing, after it adopts); two launches of the same claim at once (one instance);
+a takeover while the first run's CreateFleet outlives the attempt lease (one instance, the stale run makes no
+further call and neither overwrites nor deletes the new owner's record; a refused repeated token waits).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from typing import Any
 
 import botocore.endpoint
 import pytest
+from botocore.exceptions import ClientError
 
 from longshore.adapters.aws import tags as tagnames
 from longshore.adapters.aws.userdata import parse_bootstrap
-from longshore.core.claims import LAUNCH_ATTEMPT_LEASE_S, KubeletSettings, LaunchOption
+from longshore.core.claims import LAUNCH_ATTEMPT_LEASE_S, KubeletSettings, LaunchOption, NodeClaim
 from longshore.core.model import SelectorTerm
 from longshore.core.offerings import UNAVAILABLE_TTL_S
 from longshore.sim.aws import SimulatedCrash
@@ -312,3 +315,104 @@ def test_a_node_class_that_cannot_launch_fails_its_claim_with_a_clear_reason(wor
     assert world.store.get(req.claim.id) is None, "the claim is forgotten so its pods are planned again"
     assert world.live_instances() == []
     assert world.launcher().launch(req, NOW).status == "launched", "a fixed node class launches the claim"
+
+
+def _slow_first_create_fleet(world: World, during: Any) -> list[Any]:
+    """Make the first CreateFleet "slow": before it reaches EC2, run `during()` (another run, later in time)."""
+    answers: list[Any] = []
+
+    def stall(**_: Any) -> None:
+        if not answers:
+            answers.append(None)
+            answers[0] = during()
+
+    # First in line: the stalled call has not reached EC2 (nor the emulator's ClientToken memory) yet.
+    world.ec2.meta.events.register_first("before-parameter-build.ec2.CreateFleet", stall)  # type: ignore[attr-defined]
+    return answers
+
+
+def test_a_takeover_during_a_launch_slower_than_the_lease_launches_one_instance(world: World) -> None:
+    """Run A's CreateFleet outlives the attempt lease; run B takes the claim over and launches. One instance."""
+    req = request()
+    later = NOW + LAUNCH_ATTEMPT_LEASE_S + 1
+    taken_over = _slow_first_create_fleet(world, lambda: world.launcher().launch(req, later))
+
+    first = world.launcher().launch(req, NOW)
+
+    [second] = taken_over
+    assert second.status == "launched"
+    [instance] = world.live_instances()
+    record = world.store.get(req.claim.id)
+    assert record is not None and (record.state, record.instance_id) == ("launched", instance["InstanceId"])
+    assert first.status == "exists" and first.instance_id == instance["InstanceId"]
+
+
+def test_a_run_that_lost_its_claim_during_a_slow_launch_makes_no_further_fleet_call(world: World) -> None:
+    """A's first call (every spot pool refused) outlives the lease; B takes over and launches on demand. A,
+    whose claim changed under it, stops instead of launching its own on-demand fallback."""
+    for option in options(capacity_types=("spot",)):
+        world.fleet.make_unavailable(option.instance_type, option.zone, "spot")
+    req = request()
+    later = NOW + LAUNCH_ATTEMPT_LEASE_S + 1
+    taken_over = _slow_first_create_fleet(world, lambda: world.launcher().launch(req, later))
+
+    first = world.launcher().launch(req, NOW)
+
+    [second] = taken_over
+    assert (second.status, second.claim.capacity_type) == ("launched", "on-demand")  # type: ignore[union-attr]
+    assert first.status in ("in_progress", "exists")
+    [instance] = world.live_instances()
+    record = world.store.get(req.claim.id)
+    assert record is not None and (record.state, record.instance_id) == ("launched", instance["InstanceId"])
+
+
+def test_a_failed_run_does_not_forget_a_claim_another_run_took_over_and_launched(world: World) -> None:
+    """A's slow first call is throttled to failure; meanwhile B took over and launched. A's cleanup must not
+    delete B's record (the pods would be planned again: a second node)."""
+    req = request()
+    later = NOW + LAUNCH_ATTEMPT_LEASE_S + 1
+
+    def b_launches_then_a_is_throttled() -> Any:
+        result = world.launcher().launch(req, later)
+        world.throttle.throttle("CreateFleet", 1000)
+        return result
+
+    taken_over = _slow_first_create_fleet(world, b_launches_then_a_is_throttled)
+    first = world.launcher().launch(req, NOW)
+
+    assert taken_over[0].status == "launched"
+    assert first.status != "launched"
+    record = world.store.get(req.claim.id)
+    assert record is not None and record.instance_id == taken_over[0].instance_id
+    assert len(world.live_instances()) == 1
+
+
+def test_a_takeover_whose_repeated_token_ec2_refuses_waits_instead_of_launching_anew(world: World) -> None:
+    """The previous owner's attempt reached EC2 with other parameters (EC2 answers the repeated ClientToken with
+    IdempotentParameterMismatch) and its instance is not visible yet: the claim is left `launching` for the
+    lifecycle to adopt or time out, and no second instance is launched."""
+    req = request()
+    world.store.create_if_absent(
+        NodeClaim(
+            req.claim.id,
+            "default",
+            "default",
+            state="launching",
+            attempts=1,
+            attempt_until=NOW - 1,
+            created_at=NOW - 100,
+        )
+    )
+
+    def mismatch(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "IdempotentParameterMismatch", "Message": "token reused"}}, "CreateFleet"
+        )
+
+    world.ec2.meta.events.register_first("before-call.ec2.CreateFleet", mismatch)  # type: ignore[attr-defined]
+    result = world.launcher().launch(req, NOW)
+
+    assert result.status == "in_progress"
+    assert world.live_instances() == []
+    record = world.store.get(req.claim.id)
+    assert record is not None and (record.state, record.attempts) == ("launching", 1)

@@ -723,6 +723,11 @@ class _Packer:
         ]
         if not eligible:
             return taken
+        # the slice and the balancing take only the seed's own group (its pods can go nowhere cheaper);
+        # pods other groups accept only top up what room is left, by value
+        everyone = eligible
+        own = self.group_of[seed]
+        eligible = [k for k in eligible if self.group_of[k] == own] or eligible
         self._slice(eligible, residual, take_limit, add)
         inv = [1.0 / r if r > 0 else 0.0 for r in room]
         skew = {k: items[k].demand[MEMORY] * inv[MEMORY] - items[k].demand[CPU] * inv[CPU] for k in eligible}
@@ -746,7 +751,7 @@ class _Packer:
                 k = by_skew[low]
             limit = take_limit(k)
             add(k, max(1, min(limit, math.ceil(imbalance / skew[k]))))
-        for k in sorted(eligible, key=lambda j: -self.values[j]):
+        for k in sorted(everyone, key=lambda j: -self.values[j]):
             limit = take_limit(k)
             if limit > 0:
                 add(k, limit)

@@ -125,6 +125,12 @@ def _fits(demand: Sequence[int], room: Sequence[int]) -> bool:
     return all(map(operator.le, demand, room))
 
 
+def _bit_string(mask: int, length: int) -> str:
+    """`mask`'s bits as a string indexed by bit position ('1' set): testing bit i of a 5,000-bit mask with
+    `mask >> i & 1` copies the integer each time, indexing this string does not."""
+    return format(mask, "b")[::-1].ljust(length, "0")
+
+
 class _Packer:
     def __init__(
         self,
@@ -153,6 +159,9 @@ class _Packer:
         self.group_rows: list[tuple[list[tuple[int, ...]], list[float]]] = []
         # (group, demand) -> resource prices; shared by forks, which often re-price at the same demand
         self.dual_cache: dict[tuple[int, tuple[float, ...]], tuple[float, ...]] = {}
+        # resource prices -> the LP value of every candidate type's room at them; shared by forks too
+        self.table_cache: dict[tuple[float, ...], list[float]] = {}
+        self.candidate_types = sorted({c.type_index for c in self.candidates})
         self.initial_prices = self._group_prices()
         self.holding_cache: dict[tuple[int, tuple[int, ...]], list[_Candidate]] = {}
         self.prices = self.initial_prices
@@ -174,12 +183,13 @@ class _Packer:
     # --- setup --------------------------------------------------------------------------------------------
     def _effective_bins(self) -> list[_Candidate]:
         best: dict[tuple[int, int], tuple[float, int]] = {}
+        member = [_bit_string(mask, len(self.offers)) for mask in self.group_masks]
+        flags = [1 << g for g in range(len(member))]
         for index, offer in enumerate(self.offers):
-            bit = 1 << index
             groups = 0
-            for g, mask in enumerate(self.group_masks):
-                if mask & bit:
-                    groups |= 1 << g
+            for g, bits in enumerate(member):
+                if bits[index] == "1":
+                    groups |= flags[g]
             if not groups:
                 continue
             key = (offer.type_index, groups)
@@ -252,24 +262,28 @@ class _Packer:
         the types another beats (at least the room for no more money): with prices >= 0 their constraints
         are implied, so the resource prices are the same and the simplex is much smaller."""
         cheapest: dict[int, float] = {}
+        bits = _bit_string(mask, len(self.offers))
         for index, offer in enumerate(self.offers):
-            if mask >> index & 1:
+            if bits[index] == "1":
                 price = cheapest.get(offer.type_index)
                 if price is None or offer.price < price:
                     cheapest[offer.type_index] = offer.price
         ordered = sorted(cheapest, key=lambda t: (cheapest[t], [-r for r in self.types[t].room]))
         kept: list[int] = []
-        most: tuple[int, ...] = ()  # per dimension, the most room kept so far: more than that is never beaten
+        seen: set[tuple[int, ...]] = set()  # a room already kept beats every later type with that room
+        by_cpu: list[tuple[int, int]] = []  # (cpu room, type) kept: only types with as much cpu can beat one
         for t in ordered:
             room = self.types[t].room
-            if (
-                most
-                and all(r <= m for r, m in zip(room, most, strict=True))
-                and any(all(a >= b for a, b in zip(self.types[o].room, room, strict=True)) for o in kept)
+            if room in seen:
+                continue
+            if any(
+                all(map(operator.ge, self.types[o].room, room))
+                for _, o in by_cpu[bisect.bisect_left(by_cpu, (room[0], -1)) :]
             ):
                 continue
+            seen.add(room)
+            bisect.insort(by_cpu, (room[0], t))
             kept.append(t)
-            most = room if not most else tuple(max(r, m) for r, m in zip(room, most, strict=True))
         return [self.types[t].room for t in kept], [cheapest[t] for t in kept]
 
     def _refresh_values(self) -> None:
@@ -655,7 +669,12 @@ class _Packer:
             table = self.type_values[g]
             if table is None:
                 prices = self.prices[g]
-                table = [sum(map(operator.mul, prices, t.room)) for t in self.types]
+                table = self.table_cache.get(prices)
+                if table is None:
+                    table = [0.0] * len(self.types)
+                    for t in self.candidate_types:
+                        table[t] = sum(map(operator.mul, prices, self.types[t].room))
+                    self.table_cache[prices] = table
                 self.type_values[g] = table
             value = table[type_index]
             if position == 0 or value > best:

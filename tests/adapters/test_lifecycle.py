@@ -200,3 +200,57 @@ def test_a_registration_whose_node_patch_failed_is_retried_next_pass(world: Worl
     assert cluster.taints("ip-10-0-0-1") == [], "the unregistered taint is removed, or no pod ever lands"
     done = lifecycle.reconcile(cluster.list_nodes(), NOW + 50)
     assert done.claim_ids("initialize") == (claim_id,)
+
+
+class _RegisteredJustBeforeTheDelete:
+    """The DynamoDB claim store, with another run registering the claim just before any delete of it lands."""
+
+    def __init__(self, world: World, node_name: str) -> None:
+        self._store = world.store
+        self._node_name = node_name
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def _register_first(self, claim_id: str) -> None:
+        current = self._store.get(claim_id)
+        if not self.raced and current is not None and current.state == "launched":
+            self.raced = True
+            self._store.compare_and_put(
+                replace(current, state="registered", node_name=self._node_name, registered_at=NOW)
+            )
+
+    def delete(self, claim_id: str) -> None:
+        self._register_first(claim_id)
+        self._store.delete(claim_id)
+
+    def delete_if(self, claim_id: str, expected_version: int) -> bool:
+        self._register_first(claim_id)
+        return bool(self._store.delete_if(claim_id, expected_version))
+
+
+def test_a_claim_another_run_registers_while_it_times_out_is_neither_deleted_nor_terminated(
+    world: World,
+) -> None:
+    """The pass decided `registration_timeout` from a snapshot without the Node; another run registered the
+    claim before the deletion landed. The registered claim and its instance must survive."""
+    claim_id, _ = _launched(world)
+    instance_id = str(world.store.get(claim_id).instance_id)  # type: ignore[union-attr]
+    racing = _RegisteredJustBeforeTheDelete(world, "ip-10-0-0-9")
+    cluster = FakeCluster(VirtualClock(NOW))
+    lifecycle = Lifecycle(
+        store=racing,  # type: ignore[arg-type]
+        instances=world.instances,
+        cluster=cluster,
+        config=world.config,
+        metrics=MemoryMetricsSink(),
+    )
+
+    outcome = lifecycle.reconcile([], NOW + REGISTRATION_TIMEOUT_S)
+
+    assert racing.raced
+    assert outcome.claim_ids("registration_timeout") == ()
+    record = world.store.get(claim_id)
+    assert record is not None and (record.state, record.node_name) == ("registered", "ip-10-0-0-9")
+    assert _state(world, instance_id) in ("pending", "running"), "a registered node's instance is kept"

@@ -17,8 +17,10 @@ and carries the decisions out through the ports:
     orphan                a live instance tagged for the cluster that no claim owns, older than the grace
                           period: terminate it
 
-Store writes are compare-and-put, so a concurrent launcher (or another run) that changed a claim wins and the
-decision waits for the next pass. Forgetting a claim is what makes its pods plannable again. Every action logs
+Store writes are conditional on the claim's version (compare-and-put, and `delete_if` when a claim is
+forgotten), so a concurrent launcher (or another run) that changed a claim wins and the decision waits for
+the next pass: a claim registered by another run a moment before is never deleted, nor its instance
+terminated. Forgetting a claim is what makes its pods plannable again. Every action logs
 one line (Karpenter's wording: "registered nodeclaim", "initialized nodeclaim", "deleted nodeclaim") and counts
 one metric from `core.telemetry`.
 """
@@ -280,12 +282,13 @@ class Lifecycle:
         return True
 
     def _forget(self, claim: NodeClaim, decision: LifecycleDecision, node: NodeObservation | None) -> bool:
-        current = self._store.get(claim.id)
-        if current is None or current.version != claim.version:
+        # Conditional on the version decided from: a claim another run changed meanwhile (registered it,
+        # adopted an instance, took a launch over) is kept, and the next pass decides again. The instance is
+        # terminated only after the claim is gone; if that call fails the instance is an orphan, collected later.
+        if not self._store.delete_if(claim.id, claim.version):
             return False
         if decision.action == "registration_timeout" and claim.instance_id:
             self._instances.terminate([claim.instance_id])
-        self._store.delete(claim.id)
         if decision.action == "instance_gone" and node is not None:
             self._cluster.delete_node(node.name)
         log.warning(

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from longshore.core.scheduling.duals import resource_prices
+from longshore.core.scheduling.duals import ResourcePricer, resource_prices
 from longshore.core.scheduling.packer import BinType, Item, Offer, pack
 
 
@@ -32,6 +32,25 @@ def test_resource_prices_reach_the_lp_optimum(seed):
         sum(p * c for p, c in zip(pi, cap, strict=True)) <= price + 1e-9
         for cap, price in zip(capacities, prices, strict=True)
     )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_warm_started_pricer_reaches_the_lp_optimum_for_every_demand_in_turn(seed):
+    rng = random.Random(seed)
+    capacities = [(rng.randint(1, 64), rng.randint(1, 512), rng.randint(10, 200)) for _ in range(60)]
+    prices = [c[0] * rng.uniform(0.03, 0.05) + c[1] * rng.uniform(0.002, 0.006) for c in capacities]
+    pricer = ResourcePricer(capacities, prices)
+    for _ in range(12):  # each solve starts from the previous one's basis
+        demand = (rng.uniform(0, 500), rng.uniform(10, 2000), rng.uniform(0, 900) * (rng.random() < 0.8))
+        pi = pricer.prices(demand)
+        cold = resource_prices(demand, capacities, prices)
+        value = sum(p * d for p, d in zip(pi, demand, strict=True))
+        assert value == pytest.approx(sum(p * d for p, d in zip(cold, demand, strict=True)), rel=1e-9)
+        assert all(p >= 0 for p in pi) and all(p == 0 for p, d in zip(pi, demand, strict=True) if d == 0)
+        assert all(
+            sum(p * c for p, c in zip(pi, cap, strict=True)) <= price + 1e-9
+            for cap, price in zip(capacities, prices, strict=True)
+        )
 
 
 items_strategy = st.lists(

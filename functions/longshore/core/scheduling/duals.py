@@ -94,3 +94,69 @@ def _pivot(rows: list[list[float]], rhs: list[float], objective: list[float], r:
     objective[:] = updated
     rows[r] = new_pivot_row
     rhs[r] = rhs_r
+
+
+class ResourcePricer:
+    """`resource_prices` for one fixed set of bin types, solved again and again as the demand changes.
+
+    The dual's constraints `C_t . pi <= p_t` do not depend on the demand; only the objective `D . pi` does.
+    So the tableau is kept between solves (scaled once, by each resource's largest room) and each solve
+    starts from the previous optimal basis: it stays primal feasible, only the objective row is recomputed
+    for the new demand (O(rows) for the few basic structural variables), and the simplex usually needs
+    no pivot or one, instead of one per resource from the slack basis. Resources nobody demands get price 0
+    (still feasible, since rooms are >= 0, and optimal, since they add nothing to the objective)."""
+
+    def __init__(self, capacities: Sequence[Sequence[float]], prices: Sequence[float]) -> None:
+        self.dims = len(capacities[0]) if capacities else 0
+        self.scale = [max((float(c[r]) for c in capacities), default=0.0) or 1.0 for r in range(self.dims)]
+        self.rows = [[c[r] / self.scale[r] for r in range(self.dims)] for c in capacities]
+        self.rhs = [float(p) for p in prices]
+        self.col_var = list(range(self.dims))  # variable ids: 0..k-1 structural, k+i slack of row i
+        self.row_var = [self.dims + i for i in range(len(capacities))]
+        self.basic_row: dict[int, int] = {}  # structural variable -> its row, while basic
+
+    def prices(self, demand: Sequence[float]) -> tuple[float, ...]:
+        """Shadow price per unit of each resource for `demand` (same units)."""
+        k = self.dims
+        if not self.rows or not any(d > 0 for d in demand):
+            return tuple(0.0 for _ in range(len(demand)))
+        weight = [max(0.0, demand[r]) / self.scale[r] for r in range(k)]  # D . pi in the scaled variables
+        rows, rhs, col_var, row_var = self.rows, self.rhs, self.col_var, self.row_var
+        objective = [weight[v] if v < k else 0.0 for v in col_var]
+        for var, i in self.basic_row.items():
+            if weight[var]:
+                w = weight[var]
+                objective = [c - w * a for c, a in zip(objective, rows[i], strict=True)]
+        top = max(weight)
+        eps = _EPS * top
+        for _ in range(200):
+            candidates = [j for j in range(k) if objective[j] > eps]
+            if not candidates:
+                break
+            enter = min(candidates, key=lambda j: col_var[j])  # Bland
+            best_row = -1
+            best_ratio = 0.0
+            for i, row in enumerate(rows):
+                a = row[enter]
+                if a > _EPS:
+                    ratio = rhs[i] / a
+                    if (
+                        best_row < 0
+                        or ratio < best_ratio - _EPS
+                        or (abs(ratio - best_ratio) <= _EPS and row_var[i] < row_var[best_row])
+                    ):
+                        best_row, best_ratio = i, ratio
+            if best_row < 0:
+                break  # unbounded: a demanded resource no bin offers; leave its price at what we have
+            _pivot(rows, rhs, objective, best_row, enter)
+            leaving = row_var[best_row]
+            col_var[enter], row_var[best_row] = leaving, col_var[enter]
+            if leaving < k:
+                self.basic_row.pop(leaving, None)
+            if row_var[best_row] < k:
+                self.basic_row[row_var[best_row]] = best_row
+        result = [0.0] * len(demand)
+        for var, i in self.basic_row.items():
+            if demand[var] > 0:
+                result[var] = rhs[i] / self.scale[var]
+        return tuple(result)

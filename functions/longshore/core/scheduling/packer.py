@@ -49,7 +49,7 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from longshore.core.scheduling.duals import resource_prices
+from longshore.core.scheduling.duals import ResourcePricer
 
 CPU, MEMORY = 0, 1  # the first two packing dimensions are always cpu and memory
 SLICES = (0.95, 0.85, 0.0)  # the portfolio of slice shares tried; the cheapest plan wins
@@ -157,6 +157,7 @@ class _Packer:
             self.candidates, key=lambda c: (c.price, -sum(types[c.type_index].room), c.offer)
         )
         self.group_rows: list[tuple[list[tuple[int, ...]], list[float]]] = []
+        self.pricers: list[ResourcePricer] = []
         # (group, demand) -> resource prices; shared by forks, which often re-price at the same demand
         self.dual_cache: dict[tuple[int, tuple[float, ...]], tuple[float, ...]] = {}
         # resource prices -> the LP value of every candidate type's room at them; shared by forks too
@@ -243,7 +244,9 @@ class _Packer:
         if not self.group_rows:
             self.group_rows = [self._dual_rows(mask) for mask in self.group_masks]
         found = []
-        for g, (rooms, prices) in enumerate(self.group_rows):
+        if not self.pricers:
+            self.pricers = [ResourcePricer(rooms, prices) for rooms, prices in self.group_rows]
+        for g in range(len(self.group_rows)):
             demand = [0.0] * self.dims
             for k in range(len(self.items)):
                 if self.group_of[k] == g and self.remaining[k]:
@@ -252,7 +255,7 @@ class _Packer:
             key = (g, tuple(demand))
             solved = self.dual_cache.get(key)
             if solved is None:
-                solved = resource_prices(demand, rooms, prices)
+                solved = self.pricers[g].prices(demand)
                 self.dual_cache[key] = solved
             found.append(solved)
         return found

@@ -253,13 +253,14 @@ class _Solver:
         if admission:
             return f"{name}: {admission}"
         merged = template.requirements.intersect(wanted)
-        compatible = [template.options[i] for i in self._serving(template, merged)]
-        if not compatible:
+        serving = self._serving(template, merged)
+        if not serving:
             return f"{name}: no instance type satisfies {merged.without(wk.NODEPOOL).describe()}"
         fit_key = (template.name, merged, cls.requests, cls.example.host_ports)
         known = self._fitting_cache.get(fit_key)
         if known:
             return None
+        compatible = [template.options[i] for i in serving]
         requests = cls.requests
         ports = set(cls.example.host_ports)
         fitting = (
@@ -685,16 +686,17 @@ class _Solver:
             merged = template.requirements.intersect(unit.requirements)
             mask = mask_cache.get(merged)
             if mask is None:
-                mask = 0
                 serving = set(self._serving(template, merged))
                 serves = {i: i in serving for i in range(len(options))}
-                for index, offer in enumerate(offers):
-                    if (
-                        serves[offer.type_index]
-                        and options[offer.type_index].offerings
-                        and offer_allowed(offer, merged)
-                    ):
-                        mask |= 1 << index
+                bits = [
+                    "1"
+                    if serves[offer.type_index]
+                    and options[offer.type_index].offerings
+                    and offer_allowed(offer, merged)
+                    else "0"
+                    for offer in offers
+                ]
+                mask = int("".join(reversed(bits)), 2) if bits else 0  # built at once: no 5,000-bit ors
                 mask_cache[merged] = mask
             ports = unit.cls.example.host_ports
             if ports:
@@ -892,8 +894,9 @@ class _Solver:
         found = self._type_order_cache.get(mask)
         if found is None:
             per_type: dict[int, list[int]] = {}
+            bits = format(mask, "b")[::-1].ljust(len(offers), "0")  # bit i without copying the mask
             for index in self._offer_order:
-                if mask >> index & 1:
+                if bits[index] == "1":
                     per_type.setdefault(offers[index].type_index, []).append(index)
             found = (list(per_type), per_type)
             self._type_order_cache[mask] = found

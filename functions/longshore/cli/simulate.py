@@ -88,7 +88,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
         ("duplicate launches", _fmt(summary["duplicate_launches"])),
         ("cost per hour, final", f"${summary['cost_per_hour_final']:.4f}"),
         (
-            "fluid LP bound per hour",
+            "LP bound per hour (best)",
             "-"
             if summary["lp_bound_per_hour_final"] is None
             else f"${summary['lp_bound_per_hour_final']:.4f}",

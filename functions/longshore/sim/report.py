@@ -2,7 +2,8 @@
 
 Theory of operation: the runner records observations as it goes (`Timeline` samples once per virtual
 tick, `PodTimes` the moment each pod was first pending and first running). At the end, `summarise`
-turns them into the summary schema documented in the README, and `plot` draws nodes, pending pods and
+turns them into the summary schema documented in the README (the LP bound is the best of the two lower
+bounds `sim.lp_bound` computes, each of them reported too), and `plot` draws nodes, pending pods and
 cost per hour against virtual time with matplotlib's non-interactive Agg backend.
 """
 
@@ -50,6 +51,10 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[rank - 1]
 
 
+def _rounded(cost_per_hour: float | None) -> float | None:
+    return None if cost_per_hour is None else round(cost_per_hour, 6)
+
+
 def summarise(
     scenario: str,
     obs: Observations,
@@ -59,6 +64,9 @@ def summarise(
     cost_per_hour_final: float,
     lp_bound_per_hour_final: float | None,
     pods_alive_at_end: set[str],
+    fluid_bound_per_hour_final: float | None = None,
+    configuration_bound_per_hour_final: float | None = None,
+    configuration_bound_converged: bool | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     latencies = [obs.first_running[k] - t for k, t in obs.first_pending.items() if k in obs.first_running]
@@ -84,9 +92,10 @@ def summarise(
         "nodes_terminated": obs.nodes_terminated,
         "duplicate_launches": obs.duplicate_launches,
         "cost_per_hour_final": round(cost_per_hour_final, 6),
-        "lp_bound_per_hour_final": None
-        if lp_bound_per_hour_final is None
-        else round(lp_bound_per_hour_final, 6),
+        "lp_bound_per_hour_final": _rounded(lp_bound_per_hour_final),
+        "fluid_bound_per_hour_final": _rounded(fluid_bound_per_hour_final),
+        "configuration_bound_per_hour_final": _rounded(configuration_bound_per_hour_final),
+        "configuration_bound_converged": configuration_bound_converged,
         "disruptions_by_reason": dict(sorted(obs.disruptions_by_reason.items())),
         "violations": list(obs.violations),
         "notes": list(obs.notes),

@@ -74,7 +74,7 @@ from longshore.services.snapshot import daemonset_pods, unschedulable_condition
 from longshore.sim.aws import SimulatedCrash
 from longshore.sim.checker import RuleChecker, is_daemon_pod, is_running, node_of, pod_key
 from longshore.sim.kubeapi.meta import labels_of, metadata
-from longshore.sim.lp_bound import fluid_lower_bound
+from longshore.sim.lp_bound import BoundReport, lower_bounds
 from longshore.sim.report import Observations, Sample, plot, summarise, write_summary
 from longshore.sim.scenario import Scenario, ScenarioError, Step
 from longshore.sim.world import LAMBDA_TIMEOUT_S, SimulatedWorld, launched_instance_ids
@@ -792,7 +792,8 @@ class ScenarioRunner:
 
     # -- the summary ----------------------------------------------------------------------------------------------
 
-    def _lp_bound(self) -> float | None:
+    def _lp_bound(self) -> BoundReport | None:
+        """Both LP lower bounds (fluid, configuration) of the pods running now; None when none runs."""
         store = self.world.cluster.store
         pods = [
             pod_from_manifest(p)
@@ -801,9 +802,9 @@ class ScenarioRunner:
             and not any(r.get("kind") == "DaemonSet" for r in (p["metadata"].get("ownerReferences") or []))
         ]
         if not pods:
-            return 0.0
+            return None
         daemonsets, _ = daemonset_pods(store.view("daemonsets"))
-        return fluid_lower_bound(pods, self.config, self.world.catalog, daemonsets).cost_per_hour
+        return lower_bounds(pods, self.config, self.world.catalog, daemonsets)
 
     def _summary(self, wall_seconds: float) -> dict[str, Any]:
         self.obs.fleet_requests = [t - self.start for t in self.world.fleet_request_times]
@@ -816,7 +817,8 @@ class ScenarioRunner:
             pod_key(p) for p in self.world.cluster.store.view("pods") if is_running(p)
         }
         cost = sum(self.counters.live_prices.values())
-        bound = self._lp_bound()
+        bounds = self._lp_bound()
+        bound = bounds.best_per_hour if bounds else 0.0
         summary = summarise(
             self.scenario.name,
             self.obs,
@@ -824,6 +826,9 @@ class ScenarioRunner:
             wall_seconds=wall_seconds,
             cost_per_hour_final=cost,
             lp_bound_per_hour_final=bound,
+            fluid_bound_per_hour_final=bounds.fluid.cost_per_hour if bounds else 0.0,
+            configuration_bound_per_hour_final=bounds.configuration.cost_per_hour if bounds else 0.0,
+            configuration_bound_converged=bounds.configuration.converged if bounds else True,
             pods_alive_at_end=alive,
             extra={
                 "cost_ratio_final": round(cost / bound, 4) if bound else None,

@@ -163,6 +163,7 @@ class _Packer:
         # resource prices -> the LP value of every candidate type's room at them; shared by forks too
         self.table_cache: dict[tuple[float, ...], list[float]] = {}
         self.candidate_types = sorted({c.type_index for c in self.candidates})
+        self.skew_cache: dict[int, tuple[list[int], dict[int, float]]] = {}
         self.initial_prices = self._group_prices()
         self.holding_cache: dict[tuple[int, tuple[int, ...]], list[_Candidate]] = {}
         self.prices = self.initial_prices
@@ -432,12 +433,13 @@ class _Packer:
             return []
         self.limit_blocked.discard(seed)
         options.sort(key=lambda c: (-c.bound, c.price))
+        by_value = sorted(active, key=lambda j: -self.values[j])
         budget = max(MIN_EVALUATIONS, ITEM_VISITS // max(1, len(active)))
         best: tuple[float, float, _Candidate, dict[int, int]] | None = None
         for evaluated, cand in enumerate(options):
             if best is not None and (cand.bound < best[0] * (1 + 1e-9) or evaluated >= budget):
                 break
-            fill = self._fill(cand, seed, active, shares)
+            fill = self._fill(cand, seed, active, shares, by_value)
             if not fill:
                 continue
             value = sum(self.values[k] * count for k, count in fill.items())
@@ -700,7 +702,24 @@ class _Packer:
         return all(amount * replicas <= room for amount, room in zip(usage, self.limit_room, strict=True))
 
     # --- filling one node -----------------------------------------------------------------------------------
-    def _fill(self, cand: _Candidate, seed: int, active: list[int], shares: list[int]) -> dict[int, int]:
+    def _skew_order(self, type_index: int) -> tuple[list[int], dict[int, float]]:
+        """Every item by cpu:memory skew against a type's own shape (memoised per type; forks share it)."""
+        found = self.skew_cache.get(type_index)
+        if found is None:
+            room = self.types[type_index].room
+            inv = [1.0 / r if r > 0 else 0.0 for r in room]
+            skew = {
+                k: item.demand[MEMORY] * inv[MEMORY] - item.demand[CPU] * inv[CPU]
+                for k, item in enumerate(self.items)
+            }
+            found = (sorted(skew, key=lambda k: skew[k]), skew)
+            self.skew_cache[type_index] = found
+        return found
+
+    def _fill(
+        self, cand: _Candidate, seed: int, active: list[int], shares: list[int], by_value: list[int]
+    ) -> dict[int, int]:
+        """One node of `cand` around the seed; `by_value` is `active` by decreasing value."""
         room = self.types[cand.type_index].room
         residual = list(room)
         taken: dict[int, int] = {}
@@ -752,8 +771,9 @@ class _Packer:
         eligible = [k for k in eligible if self.group_of[k] == own] or eligible
         self._slice(eligible, residual, take_limit, add)
         inv = [1.0 / r if r > 0 else 0.0 for r in room]
-        skew = {k: items[k].demand[MEMORY] * inv[MEMORY] - items[k].demand[CPU] * inv[CPU] for k in eligible}
-        by_skew = sorted(eligible, key=lambda k: skew[k])
+        order, skew = self._skew_order(cand.type_index)
+        chosen = set(eligible)
+        by_skew = [k for k in order if k in chosen]
         low, high = 0, len(by_skew) - 1
         for _ in range(2 * len(by_skew) + 4):
             imbalance = residual[MEMORY] * inv[MEMORY] - residual[CPU] * inv[CPU]
@@ -773,7 +793,10 @@ class _Packer:
                 k = by_skew[low]
             limit = take_limit(k)
             add(k, max(1, min(limit, math.ceil(imbalance / skew[k]))))
-        for k in sorted(everyone, key=lambda j: -self.values[j]):
+        allowed = set(everyone)
+        for k in by_value:
+            if k not in allowed:
+                continue
             limit = take_limit(k)
             if limit > 0:
                 add(k, limit)

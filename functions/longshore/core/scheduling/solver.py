@@ -35,7 +35,7 @@ so filling 1,000 nodes does not rescan every placed pod per (node, class).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from longshore.core import labels as wk
@@ -155,6 +155,7 @@ class _Solver:
         self._universe_cache: dict[tuple[object, ...], list[str]] = {}
         self._before_class = 0
         self._fitting_cache: dict[tuple[object, ...], bool] = {}
+        self._tallies: dict[tuple[object, ...], tuple[int, dict[str, int]]] = {}
 
     # --- setup --------------------------------------------------------------------------------------------
     def _record(self, placed: _Placed) -> None:
@@ -358,12 +359,30 @@ class _Solver:
         return _selects(cls.example, term, cls.labels, cls.example.namespace)
 
     def _domains_with(self, owner: Pod, term: PodAffinityTerm) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for placed in self.placed:
-            value = placed.domains.get(term.topology_key)
-            if value is not None and _selects(owner, term, placed.labels, placed.namespace):
+        return self._tally(
+            ("term", owner.namespace, term),
+            term.topology_key,
+            lambda placed: _selects(owner, term, placed.labels, placed.namespace),
+        )
+
+    def _tally(
+        self, selector: tuple[object, ...], key: str, matches: Callable[[_Placed], bool]
+    ) -> dict[str, int]:
+        """Per value of `key`, the placed pods a selector matches. `placed` only grows, so each selector's
+        counts are kept and brought up to date with the pods placed since (classes share a few selectors;
+        rescanning every placed pod per class grows with classes squared)."""
+        entry = self._tallies.get(selector)
+        if entry is None:
+            entry = (0, {})
+        seen, counts = entry
+        placed_list = self.placed
+        for position in range(seen, len(placed_list)):
+            placed = placed_list[position]
+            value = placed.domains.get(key)
+            if value is not None and matches(placed):
                 counts[value] = counts.get(value, 0) + placed.count
-        return counts
+        self._tallies[selector] = (len(placed_list), counts)
+        return dict(counts)
 
     # --- phase 2: domains -----------------------------------------------------------------------------------
     def _universe(self, cls: _Class, requirements: Requirements, key: str) -> list[str]:
@@ -441,11 +460,12 @@ class _Solver:
         if not domains:
             self._fail(unit, f"topology spread on {key}: no eligible {key} value")
             return []
-        counts = dict.fromkeys(domains, 0)
-        for placed in self.placed:
-            value = placed.domains.get(key)
-            if value in counts and _spread_matches(owner, spread, placed.labels, placed.namespace):
-                counts[value] += placed.count
+        matching = self._tally(
+            ("spread", owner.namespace, spread),
+            key,
+            lambda placed: _spread_matches(owner, spread, placed.labels, placed.namespace),
+        )
+        counts = {d: matching.get(d, 0) for d in domains}
         self_matches = _spread_matches(owner, spread, unit.cls.labels, owner.namespace)
         below_min_domains = spread.min_domains is not None and len(domains) < spread.min_domains
         heap = [(counts[d], index, d) for index, d in enumerate(domains)]

@@ -4,7 +4,7 @@ a replacement launcher, and builders for nodes and pods.
 Theory of operation: the fakes keep state and apply the same rules the real systems apply (a PDB refuses an
 eviction that would leave fewer healthy pods than it requires; an evicted or deleted pod stays
 `terminating` until its grace period ends on the virtual clock; a terminated instance goes through
-`shutting-down`), so tests assert on outcomes (pods left, taints, events, instance states), not on calls.
+`shutting-down`; an instance can be made to refuse termination or to hang in `shutting-down`), so tests assert on outcomes (pods left, taints, events, instance states), not on calls.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
+
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
 from longshore.adapters.memory import MemoryClaimStore
 from longshore.core.claims import CloudInstance, NodeClaim, provider_id
@@ -315,6 +317,8 @@ class FakeInstances:
         self.instances: dict[str, CloudInstance] = {}
         self.owned: set[str] = set()
         self._terminated_at: dict[str, float] = {}
+        self.refuse_terminate: set[str] = set()  # EC2 answers TerminateInstances for these with an error
+        self.stuck_shutting_down: set[str] = set()  # these never get past `shutting-down`
         self._lock = threading.RLock()  # rotations run disruptions on several interpreter threads
 
     def add(self, instance_id: str, *, owned: bool = True, pool: str = "default") -> None:
@@ -328,7 +332,7 @@ class FakeInstances:
     def _refresh(self) -> None:
         now = self.clock.now()
         for instance_id, when in self._terminated_at.items():
-            if now >= when:
+            if now >= when and instance_id not in self.stuck_shutting_down:
                 self.instances[instance_id] = replace(self.instances[instance_id], state="terminated")
 
     def state(self, instance_id: str) -> str:
@@ -343,7 +347,19 @@ class FakeInstances:
 
     def terminate(self, instance_ids: Iterable[str]) -> None:
         with self._lock:
-            for instance_id in instance_ids:
+            ids = list(instance_ids)
+            refused = sorted(self.refuse_terminate.intersection(ids))
+            if refused:
+                raise ClientError(
+                    {
+                        "Error": {
+                            "Code": "UnauthorizedOperation",
+                            "Message": f"not allowed to terminate {refused}",
+                        }
+                    },
+                    "TerminateInstances",
+                )
+            for instance_id in ids:
                 if instance_id in self.instances and instance_id not in self._terminated_at:
                     self.instances[instance_id] = replace(self.instances[instance_id], state="shutting-down")
                     self._terminated_at[instance_id] = self.clock.now() + self.SHUTDOWN_SECONDS

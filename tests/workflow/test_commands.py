@@ -21,7 +21,9 @@ VALID_NAME = re.compile(r"""^[^\s<>{}\[\]?*"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]{1,
 
 def test_execution_name_is_deterministic_and_depends_on_instance_and_reason() -> None:
     a = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="drifted", requested_at=100.0)
-    retried = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="drifted", requested_at=100.0, urgent=True)
+    retried = DisruptionCommand(
+        instance_id="i-0123456789abcdef0", reason="drifted", requested_at=100.0, urgent=True
+    )
     c = DisruptionCommand(instance_id="i-0123456789abcdef0", reason="expired", requested_at=100.0)
     assert a.execution_name() == retried.execution_name() == "drifted-i-0123456789abcdef0-100"
     assert c.execution_name() != a.execution_name()

@@ -111,14 +111,18 @@ def test_choices_route_on_values_the_steps_produce() -> None:
     assert seen == 3
 
 
-def test_errors_before_terminate_roll_back_and_after_do_not() -> None:
+def test_errors_before_terminate_roll_back_and_termination_errors_abort_to_a_fail_state() -> None:
     states = DEFINITIONS["disruption"]["States"]
-    rolled_back = {
-        name for name, s in states.items() if any(c["Next"] == "Rollback" for c in s.get("Catch", []))
-    }
-    assert rolled_back == {"LaunchReplacement", "CheckReplacement", "Taint", "Drain"}
+
+    def caught_by(handler: str) -> set[str]:
+        return {name for name, s in states.items() if any(c["Next"] == handler for c in s.get("Catch", []))}
+
+    assert caught_by("Rollback") == {"LaunchReplacement", "CheckReplacement", "Taint", "Drain"}
+    assert caught_by("AbortTermination") == {"Terminate", "CheckTermination"}
+    assert states["AbortTermination"]["Next"] == "TerminationFailed"
+    assert states["TerminationFailed"]["Type"] == "Fail"
     assert "Catch" not in states["Validate"]  # nothing to undo yet; a taint found there is someone else's
-    for name in ("Terminate", "CheckTermination", "Finalize", "Rollback"):
+    for name in ("Finalize", "Rollback", "AbortTermination"):
         assert "Catch" not in states[name]
 
 

@@ -35,7 +35,9 @@ def test_the_same_command_starts_once(sfn: tuple[Any, str, str]) -> None:
     command = DisruptionCommand(instance_id="i-0abc", reason="drifted", node_name="n1", requested_at=10.0)
 
     first = workflow.start(command)
-    again = workflow.start(DisruptionCommand(instance_id="i-0abc", reason="drifted", requested_at=10.0, urgent=True))
+    again = workflow.start(
+        DisruptionCommand(instance_id="i-0abc", reason="drifted", requested_at=10.0, urgent=True)
+    )
     other_reason = workflow.start(DisruptionCommand(instance_id="i-0abc", reason="expired"))
 
     assert first.started and first.execution_name == "drifted-i-0abc-10" and first.execution_arn

@@ -13,6 +13,9 @@ Disruption:
              -> Taint -> Drain <-> WaitForDrain -> Terminate -> WaitForTermination <-> CheckTermination
              -> Finalize
     any error from LaunchReplacement .. Drain  -> Rollback -> RolledBack (Fail, with the original error)
+    any error from Terminate, CheckTermination -> AbortTermination -> TerminationFailed (Fail, with the
+        original error): the drain is complete by then; the node is untainted when its instance still runs
+        (and is not being reclaimed by AWS), left cordoned when the instance is going away
     an error in Validate fails the execution directly: nothing was changed yet.
 
 Rotation:
@@ -50,7 +53,9 @@ def _retry() -> list[dict[str, Any]]:
     ]
 
 
-def _step(function_arn: str, step: str, next_state: str | None, *, rollback: bool) -> dict[str, Any]:
+def _step(
+    function_arn: str, step: str, next_state: str | None, *, rollback: bool, catch: str | None = None
+) -> dict[str, Any]:
     state: dict[str, Any] = {
         "Type": "Task",
         "Comment": f"workflow_steps Lambda, step {step!r}",
@@ -59,8 +64,9 @@ def _step(function_arn: str, step: str, next_state: str | None, *, rollback: boo
         "TimeoutSeconds": TASK_TIMEOUT_SECONDS,
         "Retry": _retry(),
     }
-    if rollback:
-        state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Rollback"}]
+    handler = "Rollback" if rollback else catch
+    if handler is not None:
+        state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": handler}]
     if next_state is None:
         state["End"] = True
     else:
@@ -97,18 +103,30 @@ def disruption_definition(steps_function_arn: str) -> Definition:
             "Drain": _step(fn, "drain", "Drained", rollback=True),
             "Drained": _choice("$.drain.status", {"StringEquals": "drained"}, "Terminate", "WaitForDrain"),
             "WaitForDrain": {"Type": "Wait", "SecondsPath": "$.drain.waitSeconds", "Next": "Drain"},
-            "Terminate": _step(fn, "terminate", "WaitForTermination", rollback=False),
+            "Terminate": _step(
+                fn, "terminate", "WaitForTermination", rollback=False, catch="AbortTermination"
+            ),
             "WaitForTermination": {
                 "Type": "Wait",
                 "Seconds": TERMINATION_POLL_SECONDS,
                 "Next": "CheckTermination",
             },
-            "CheckTermination": _step(fn, "check_termination", "Terminated", rollback=False),
+            "CheckTermination": _step(
+                fn, "check_termination", "Terminated", rollback=False, catch="AbortTermination"
+            ),
             "Terminated": _choice(
                 "$.termination.status", {"StringEquals": "terminated"}, "Finalize", "WaitForTermination"
             ),
             "Finalize": _step(fn, "finalize", None, rollback=False),
             "Rollback": _step(fn, "rollback", "RolledBack", rollback=False),
+            "AbortTermination": _step(fn, "abort_termination", "TerminationFailed", rollback=False),
+            "TerminationFailed": {
+                "Type": "Fail",
+                "Comment": "Termination failed after the drain; the node was untainted if its instance still "
+                "runs, else left cordoned; the termination error is the execution's error",
+                "ErrorPath": "$.terminationFailure.error",
+                "CausePath": "$.terminationFailure.reason",
+            },
             "RolledBack": {
                 "Type": "Fail",
                 "Comment": "The taint was removed; the error that caused the rollback is the execution's error",

@@ -15,7 +15,7 @@ flat fields:
        "drain": {"status": "pending|draining|drained", "startedAt": ..., "passes": 0, "waitSeconds": 10,
                  "remaining": 3, "evicted": 2, "deleted": 0, "blockedByPdb": 1, "passBlocked": 1, "summary": "..."},
        "termination": {"status": "pending|terminating|terminated", "polls": 0},
-       "outcome": "disrupted" | "rolled-back",
+       "outcome": "disrupted" | "rolled-back" | "termination-failed",
        "error": {"Error": "...", "Cause": "..."}   # written by the ASL Catch before Rollback
     }
 """

@@ -9,7 +9,9 @@ here, so an execution always ends. Steps are idempotent where Step Functions may
 taint recognises its own annotation, eviction and deletion of a gone pod are no-ops, terminate is idempotent.
 
 Disruption, in order: validate -> [launch_replacement -> check_replacement ...] -> taint -> drain ... ->
-terminate -> check_termination ... -> finalize. Any error before terminate -> rollback.
+terminate -> check_termination ... -> finalize. Any error before terminate -> rollback; an error in
+terminate or check_termination -> abort_termination (untaint a node whose instance still runs, keep a dying
+one cordoned, say why in an Event), then the execution fails with that error.
 Rotation: plan_rotation resolves and checks every node, then the state machine starts one disruption
 execution per node (a canary first).
 """
@@ -426,6 +428,74 @@ def rollback(state: State, ports: StepPorts) -> State:
 
 
 # ----------------------------------------------------------------------------------------------------------
+# Termination failed (Terminate or CheckTermination ended in an error)
+
+#: Instance states in which the instance has not begun to go away: its node can serve pods again.
+_STILL_RUNNING: Final = frozenset({"pending", "running", "stopping", "stopped"})
+#: Reasons whose instance AWS takes away whatever we do: its node stays cordoned.
+_RECLAIMED_REASONS: Final = frozenset({"interruption"})
+
+
+def abort_termination(state: State, ports: StepPorts) -> State:
+    """The instance could not be terminated (or did not finish terminating): never leave the node cordoned
+    and drained without a word. Reached only after a complete drain, so no pod is put at risk here.
+
+    - The instance still runs and is not being reclaimed by AWS: remove this execution's taint and
+      annotations, so the empty node serves pods again (the planner may decide to remove it later).
+    - The instance is going away (shutting down, or reclaimed by AWS): keep the taint, so no pod is scheduled
+      onto a dying node; the lifecycle forgets the claim and deletes the Node once the instance is gone.
+
+    Either way a Warning Event names the error on the node, and the execution then fails with that error
+    (the `TerminationFailed` Fail state), which the failed-executions alarm counts.
+    """
+    current = DisruptionState.from_json(state)
+    error = dict(current.extra).get("error") or {}
+    name, message = _error_text(error if isinstance(error, Mapping) else {})
+    instance_id = current.command.instance_id
+    found = ports.instances.describe([instance_id])
+    instance_state = found[0].state if found else "not found"
+    running = instance_state in _STILL_RUNNING
+    returned = running and current.command.reason not in _RECLAIMED_REASONS
+    node = ports.cluster.get_node(current.node_name) if current.node_name else None
+    untainted = False
+    if (
+        returned
+        and node is not None
+        and nodes.disrupted_by(node) == current.execution_name
+        and current.execution_name
+    ):
+        patch = NodePatch(
+            annotations=((nodes.DISRUPTION_ANNOTATION, None), (nodes.DISRUPTION_REASON_ANNOTATION, None)),
+            taints=nodes.without_taint(nodes.taints_of(node), nodes.DISRUPTED_TAINT),
+        )
+        untainted = ports.cluster.patch_node(nodes.name_of(node), patch) is not None
+    if node is not None:
+        then = (
+            "the node was returned to service"
+            if untainted
+            else "the node stays cordoned while the instance goes away"
+        )
+        _event(
+            ports,
+            nodes.ref_of(node),
+            "DisruptionFailed",
+            f"Disruption ({current.command.reason}) could not terminate instance {instance_id} "
+            f"(it is {instance_state}): {name}: {message}; {then}",
+            warning=True,
+        )
+    record = {
+        "error": name,
+        "reason": f"instance {instance_id} is {instance_state}: {message}",
+        "instanceState": instance_state,
+        "untainted": untainted,
+    }
+    aborted = current.evolve(outcome="termination-failed", tainted=current.tainted and not untainted)
+    data = aborted.to_json()
+    data["terminationFailure"] = record
+    return data
+
+
+# ----------------------------------------------------------------------------------------------------------
 # Rotation
 
 
@@ -507,6 +577,7 @@ STEPS: Final[Mapping[str, StepFunction]] = {
     "check_termination": check_termination,
     "finalize": finalize,
     "rollback": rollback,
+    "abort_termination": abort_termination,
     "plan_rotation": plan_rotation,
 }
 

@@ -220,23 +220,28 @@ class _Packer:
         no more against limits, and costs no more (it can always stand in, so the optimum is unchanged)."""
         ordered = sorted(candidates, key=lambda c: (c.price, -sum(self.types[c.type_index].room), c.offer))
         kept: list[_Candidate] = []
-        by_cpu: list[tuple[int, int]] = []  # (cpu room, position in kept): only bins with as much cpu can win
+        # per set of groups, (cpu room, position in kept): only bins serving a superset, with as much cpu, can win
+        by_cpu: dict[int, list[tuple[int, int]]] = {}
+        shapes: set[tuple[int, tuple[int, ...], tuple[int, ...]]] = set()  # (groups, room, usage) kept
         for cand in ordered:
             bin_type = self.types[cand.type_index]
             room, usage = bin_type.room, bin_type.limit_usage
-            beaten = False
-            for _, position in by_cpu[bisect.bisect_left(by_cpu, (room[0], -1)) :]:
-                other = kept[position]
-                if other.groups | cand.groups != other.groups:
-                    continue
-                other_type = self.types[other.type_index]
-                if all(a >= b for a, b in zip(other_type.room, room, strict=True)) and all(
-                    a <= b for a, b in zip(other_type.limit_usage, usage, strict=True)
-                ):
-                    beaten = True
+            rivals = [g for g in by_cpu if g | cand.groups == g]
+            beaten = any((g, room, usage) in shapes for g in rivals)  # the same bin, cheaper: the common case
+            for g in rivals:
+                if beaten:
                     break
+                column = by_cpu[g]
+                for _, position in column[bisect.bisect_left(column, (room[0], -1)) :]:
+                    other_type = self.types[kept[position].type_index]
+                    if all(map(operator.ge, other_type.room, room)) and all(
+                        map(operator.le, other_type.limit_usage, usage)
+                    ):
+                        beaten = True
+                        break
             if not beaten:
-                bisect.insort(by_cpu, (room[0], len(kept)))
+                bisect.insort(by_cpu.setdefault(cand.groups, []), (room[0], len(kept)))
+                shapes.add((cand.groups, room, usage))
                 kept.append(cand)
         return kept
 
@@ -404,17 +409,11 @@ class _Packer:
         return max(active, key=lambda k: (self.values[k], self.remaining[k], -k))
 
     def _best_node(self, seed: int, active: list[int], needed: int) -> list[PackedNode]:
-        seed_bit = 1 << self.group_of[seed]
         seed_demand = self.items[seed].demand
         shares = self._shares(active, needed, seed)
         available: dict[int, float] = {}
         options: list[_Candidate] = []
-        for cand in self.candidates:
-            if not cand.groups & seed_bit:
-                continue
-            room = self.types[cand.type_index].room
-            if not _fits(seed_demand, room):
-                continue
+        for cand in self._holding(self.group_of[seed], seed_demand):
             if not self._within_limits(cand.type_index, 1):
                 self.limit_blocked.add(seed)
                 continue

@@ -35,10 +35,12 @@ so filling 1,000 nodes does not rescan every placed pod per (node, class).
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from longshore.core import labels as wk
+from longshore.core.catalog import Offering
 from longshore.core.model import Taint
 from longshore.core.pods import Pod, PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
@@ -151,6 +153,7 @@ class _Solver:
         self._type_order_cache: dict[int, tuple[list[int], dict[int, list[int]]]] = {}
         self._fallback_cache: dict[tuple[int, tuple[int, ...], int], tuple[OfferingOption, ...]] = {}
         self._serving_cache: dict[tuple[str, Requirements], list[int]] = {}
+        self._compatible_cache: dict[tuple[str, Requirements], list[bool]] = {}
         self._zones_cache: dict[tuple[str, Requirements], list[tuple[Resources, frozenset[str]]]] = {}
         self._universe_cache: dict[tuple[object, ...], list[str]] = {}
         self._before_class = 0
@@ -283,18 +286,36 @@ class _Solver:
         self._fitting_cache[fit_key] = True
         return None
 
-    @staticmethod
-    def _type_serves(option: TypeOption, requirements: Requirements) -> bool:
-        if not option.instance_type.requirements().compatible(requirements):
-            return False
-        return any(o.allowed_by(requirements) for o in option.offerings)
-
     def _serving(self, template: NodeTemplate, requirements: Requirements) -> list[int]:
-        """Indexes of the template's types that serve `requirements` (memoised: classes share them)."""
+        """Indexes of the template's types that serve `requirements` (memoised: classes share them).
+
+        Compatibility is checked per key, and an allowed offering already implies the zone and capacity
+        type keys are compatible, so the type test runs on the requirements without those keys (shared by
+        classes that differ only in zone or capacity type) and the offerings on (zone, capacity type, zone
+        id), which thousands of offerings share."""
         key = (template.name, requirements)
         found = self._serving_cache.get(key)
         if found is None:
-            found = [i for i, o in enumerate(template.options) if self._type_serves(o, requirements)]
+            placeless = requirements.without(wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID)
+            type_key = (template.name, placeless)
+            compatible = self._compatible_cache.get(type_key)
+            if compatible is None:
+                compatible = [o.instance_type.requirements().compatible(placeless) for o in template.options]
+                self._compatible_cache[type_key] = compatible
+            places: dict[tuple[str, str, str | None], bool] = {}
+
+            def allowed(offering: Offering) -> bool:
+                place = (offering.zone, offering.capacity_type, offering.zone_id)
+                verdict = places.get(place)
+                if verdict is None:
+                    verdict = places[place] = offering.allowed_by(requirements)
+                return verdict
+
+            found = [
+                i
+                for i, o in enumerate(template.options)
+                if compatible[i] and any(allowed(offering) for offering in o.offerings)
+            ]
             self._serving_cache[key] = found
         return found
 
@@ -708,11 +729,12 @@ class _Solver:
             if mask is None:
                 serving = set(self._serving(template, merged))
                 serves = {i: i in serving for i in range(len(options))}
+                places: dict[tuple[str, str], bool] = {}  # (zone, capacity type) -> allowed
                 bits = [
                     "1"
                     if serves[offer.type_index]
                     and options[offer.type_index].offerings
-                    and offer_allowed(offer, merged)
+                    and _place_allowed(places, offer, merged)
                     else "0"
                     for offer in offers
                 ]
@@ -889,7 +911,7 @@ class _Solver:
         bounded = not any(item.min_values for item in template.requirements.items)
         fitting: list[int] = []
         for type_index in order:
-            if all(a >= b for a, b in zip(rooms[type_index], load, strict=True)):
+            if all(map(operator.ge, rooms[type_index], load)):
                 fitting.append(type_index)
                 if bounded and len(fitting) >= limit:
                     break
@@ -1080,6 +1102,15 @@ def offer_allowed(offer: Offer, requirements: Requirements) -> bool:
     return requirements.allows(wk.ZONE, offer.zone) and requirements.allows(
         wk.CAPACITY_TYPE, offer.capacity_type
     )
+
+
+def _place_allowed(memo: dict[tuple[str, str], bool], offer: Offer, requirements: Requirements) -> bool:
+    """`offer_allowed`, memoised per (zone, capacity type): thousands of offers share a handful of them."""
+    place = (offer.zone, offer.capacity_type)
+    found = memo.get(place)
+    if found is None:
+        found = memo[place] = offer_allowed(offer, requirements)
+    return found
 
 
 def _daemon_matches(daemon: Pod, labels: dict[str, str]) -> bool:

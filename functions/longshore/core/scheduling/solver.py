@@ -154,6 +154,7 @@ class _Solver:
         self._fallback_cache: dict[tuple[int, tuple[int, ...], int], tuple[OfferingOption, ...]] = {}
         self._serving_cache: dict[tuple[str, Requirements], list[int]] = {}
         self._compatible_cache: dict[tuple[str, Requirements], list[bool]] = {}
+        self._offering_options: dict[int, OfferingOption] = {}  # per offer index of the pool being packed
         self._zones_cache: dict[tuple[str, Requirements], list[tuple[Resources, frozenset[str]]]] = {}
         self._universe_cache: dict[tuple[object, ...], list[str]] = {}
         self._before_class = 0
@@ -753,6 +754,7 @@ class _Solver:
         self._offer_order = sorted(range(len(offers)), key=lambda i: (offers[i].price, i))
         self._type_order_cache = {}
         self._fallback_cache = {}
+        self._offering_options = {}
         for node in result.nodes:
             fallback = self._fallback(template, items, offers, options, rooms, node.offer, node.contents)
             narrowing = _offering_requirements(fallback)  # once per pattern, not per replica
@@ -917,17 +919,28 @@ class _Solver:
                     break
         names = [options[t].name for t in fitting]
         kept = set(self._truncate(template, names))
-        rows: list[tuple[float, int, str, str, str]] = []
+        rows: list[tuple[float, int, str, str, str, int]] = []
         for type_index in fitting:
             name = options[type_index].name
             if name in kept:
                 for index in per_type[type_index]:
                     offer = offers[index]
                     rows.append(
-                        (offer.price, 0 if index == offer_index else 1, name, offer.zone, offer.capacity_type)
+                        (
+                            offer.price,
+                            0 if index == offer_index else 1,
+                            name,
+                            offer.zone,
+                            offer.capacity_type,
+                            index,
+                        )
                     )
         rows.sort()
-        found = tuple(OfferingOption(name, zone, ct, price) for price, _, name, zone, ct in rows)
+        made = self._offering_options  # one OfferingOption per offer, shared by every claim's list
+        found = tuple(
+            made.get(index) or made.setdefault(index, OfferingOption(name, zone, ct, price))
+            for price, _, name, zone, ct, index in rows
+        )
         self._fallback_cache[memo_key] = found
         return found
 

@@ -112,10 +112,7 @@ def build_template(
         (d, reqs) for d in daemonsets if (reqs := _daemon_lands(d, requirements, pool.taints)) is not None
     ]
     options: list[TypeOption] = []
-    for instance_type in catalog.compatible(requirements):
-        offerings = instance_type.compatible_offerings(requirements)
-        if not offerings:
-            continue
+    for instance_type, offerings in _compatible(catalog, requirements):
         type_reqs = instance_type.requirements()
         overhead = EMPTY
         ports: list[HostPort] = []
@@ -142,6 +139,40 @@ def build_template(
         tuple(options),
         problem,
     )
+
+
+def _compatible(
+    catalog: Catalog, requirements: Requirements
+) -> list[tuple[InstanceType, tuple[Offering, ...]]]:
+    """`catalog.compatible(requirements)` with each type's `compatible_offerings`, computed faster.
+
+    Compatibility is per key, and an allowed offering already implies the zone and capacity-type keys are
+    compatible, so types are tested against the requirements without those keys and each offering's
+    (zone, capacity type, zone id) is judged once, not once per offering (thousands share a handful)."""
+    placeless = requirements.without(wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID)
+    places: dict[tuple[str, str, str | None], bool] = {}
+
+    def allowed(offering: Offering) -> bool:
+        place = (offering.zone, offering.capacity_type, offering.zone_id)
+        verdict = places.get(place)
+        if verdict is None:
+            verdict = places[place] = offering.allowed_by(requirements)
+        return verdict
+
+    priced: list[tuple[float, str, InstanceType, tuple[Offering, ...]]] = []
+    for instance_type in catalog:
+        if not instance_type.requirements().compatible(placeless):
+            continue
+        offerings = tuple(
+            sorted(
+                (o for o in instance_type.offerings if o.available and allowed(o)),
+                key=lambda o: (o.price, o.zone, o.capacity_type),
+            )
+        )
+        if offerings:
+            priced.append((offerings[0].price, instance_type.name, instance_type, offerings))
+    priced.sort(key=lambda row: (row[0], row[1]))
+    return [(instance_type, offerings) for _, _, instance_type, offerings in priced]
 
 
 def build_templates(

@@ -160,6 +160,7 @@ class _Solver:
         self._before_class = 0
         self._fitting_cache: dict[tuple[object, ...], bool] = {}
         self._tallies: dict[tuple[object, ...], tuple[int, dict[str, int]]] = {}
+        self._refusals: dict[tuple[object, ...], str | None] = {}
 
     # --- setup --------------------------------------------------------------------------------------------
     def _record(self, placed: _Placed) -> None:
@@ -238,7 +239,25 @@ class _Solver:
     def _pool_refusal(
         self, template: NodeTemplate, cls: _Class, variant: Variant, requirements: Requirements | None = None
     ) -> str | None:
-        """Why this pool can never host the class (None when it can)."""
+        """Why this pool can never host the class (None when it can; memoised: classes share the inputs)."""
+        wanted = requirements or variant.requirements
+        key = (
+            template.name,
+            cls.example.tolerations,
+            variant.tolerate_prefer_no_schedule,
+            wanted,
+            cls.requests,
+            cls.example.host_ports,
+        )
+        if key in self._refusals:
+            return self._refusals[key]
+        found = self._refusal(template, cls, variant, wanted)
+        self._refusals[key] = found
+        return found
+
+    def _refusal(
+        self, template: NodeTemplate, cls: _Class, variant: Variant, wanted: Requirements
+    ) -> str | None:
         name = f"pool {template.name}"
         if template.problem:
             return template.problem
@@ -253,7 +272,6 @@ class _Solver:
         )
         if taint_reason:
             return f"{name}: {taint_reason}"
-        wanted = requirements or variant.requirements
         admission = template.requirements.admission_failure(wanted, subject=name)
         if admission:
             return f"{name}: {admission}"
@@ -425,7 +443,7 @@ class _Solver:
             merged = template.requirements.intersect(requirements)
             if key == wk.ZONE:
                 for room, zones in self._zones_by_type(template, merged):
-                    if cls.requests.fits(room):
+                    if not zones <= values and cls.requests.fits(room):  # nothing new: skip the fit test
                         values.update(zones)
             else:
                 allowed = merged.values(key)

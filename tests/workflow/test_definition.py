@@ -108,7 +108,7 @@ def test_choices_route_on_values_the_steps_produce() -> None:
             if "StringEquals" in choice:
                 assert choice["StringEquals"] in produced[choice["Variable"]]
                 seen += 1
-    assert seen == 3
+    assert seen == 4  # replacement initialized, drain drained, drain superseded, termination terminated
 
 
 def test_errors_before_terminate_roll_back_and_termination_errors_abort_to_a_fail_state() -> None:

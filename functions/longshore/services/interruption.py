@@ -11,7 +11,10 @@ Theory of operation: `InterruptionService.handle` does three things in order.
    plans capacity for its pods and a later stopped/terminated event leaves the workflow alone); the
    workflow port refuses a second execution with the same name (instance + reason), which turns duplicate
    and out-of-order warnings into `duplicate` no-ops; deleting a node, claim or instance that is already gone
-   does nothing. Then the provisioner is triggered once per message when the plan asks for it.
+   does nothing. Then the provisioner is triggered once per message when the plan asks for it. A warning for
+   a node a voluntary disruption is already draining still starts its `interruption` workflow: that workflow
+   takes the node over and drains it by the reclaim deadline, and the voluntary one yields
+   (`workflow.steps`), so the reclaim deadline always applies.
 
 Any exception from a port is left to propagate: the SQS handler reports that message alone as failed and
 SQS redelivers it; after the queue's maxReceiveCount it moves to the dead-letter queue. Re-running a

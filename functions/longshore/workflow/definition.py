@@ -17,6 +17,8 @@ Disruption:
         original error): the drain is complete by then; the node is untainted when its instance still runs
         (and is not being reclaimed by AWS), left cordoned when the instance is going away
     an error in Validate fails the execution directly: nothing was changed yet.
+    a reclaim (reason `interruption`) of a node this execution is disrupting takes the node over; this
+        execution's Drain then reports `superseded` -> Superseded (Succeed), leaving the node to the reclaim
 
 Rotation:
 
@@ -101,7 +103,18 @@ def disruption_definition(steps_function_arn: str) -> Definition:
             ),
             "Taint": _step(fn, "taint", "Drain", rollback=True),
             "Drain": _step(fn, "drain", "Drained", rollback=True),
-            "Drained": _choice("$.drain.status", {"StringEquals": "drained"}, "Terminate", "WaitForDrain"),
+            "Drained": {
+                "Type": "Choice",
+                "Choices": [
+                    {"Variable": "$.drain.status", "StringEquals": "drained", "Next": "Terminate"},
+                    {"Variable": "$.drain.status", "StringEquals": "superseded", "Next": "Superseded"},
+                ],
+                "Default": "WaitForDrain",
+            },
+            "Superseded": {
+                "Type": "Succeed",
+                "Comment": "A reclaim of the instance took the node over and drains it by its own deadline",
+            },
             "WaitForDrain": {"Type": "Wait", "SecondsPath": "$.drain.waitSeconds", "Next": "Drain"},
             "Terminate": _step(
                 fn, "terminate", "WaitForTermination", rollback=False, catch="AbortTermination"

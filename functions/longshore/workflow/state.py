@@ -12,10 +12,11 @@ flat fields:
        "deadline": 1700000600.0,        # Taint: forced deletion after it (null: never force)
        "giveUpAt": null,                # Taint: without a deadline, roll back after it
        "replacement": {"claimId": ..., "status": "none|launching|initialized", "polls": 0, "giveUpAt": ...},
-       "drain": {"status": "pending|draining|drained", "startedAt": ..., "passes": 0, "waitSeconds": 10,
+       "drain": {"status": "pending|draining|drained|superseded", "startedAt": ..., "passes": 0,
+                 "waitSeconds": 10,
                  "remaining": 3, "evicted": 2, "deleted": 0, "blockedByPdb": 1, "passBlocked": 1, "summary": "..."},
        "termination": {"status": "pending|terminating|terminated", "polls": 0},
-       "outcome": "disrupted" | "rolled-back" | "termination-failed",
+       "outcome": "disrupted" | "rolled-back" | "termination-failed" | "superseded",
        "error": {"Error": "...", "Cause": "..."}   # written by the ASL Catch before Rollback
     }
 """
@@ -30,7 +31,7 @@ from longshore.core.commands import CommandError, DisruptionCommand
 from longshore.workflow.errors import StepInputError
 
 ReplacementStatus = Literal["none", "launching", "initialized"]
-DrainStatus = Literal["pending", "draining", "drained"]
+DrainStatus = Literal["pending", "draining", "drained", "superseded"]
 TerminationStatus = Literal["pending", "terminating", "terminated"]
 
 
@@ -114,7 +115,7 @@ class DrainProgress:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DrainProgress:
-        status: Any = _choice(data, "status", ("pending", "draining", "drained"))
+        status: Any = _choice(data, "status", ("pending", "draining", "drained", "superseded"))
         return cls(
             status=status,
             started_at=_number(data, "startedAt"),

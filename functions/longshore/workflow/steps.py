@@ -8,6 +8,11 @@ state, and every loop (replacement, drain, termination) is bounded by a deadline
 here, so an execution always ends. Steps are idempotent where Step Functions may retry them: a repeated
 taint recognises its own annotation, eviction and deletion of a gone pod are no-ops, terminate is idempotent.
 
+A reclaim (reason `interruption`: AWS takes the instance at its deadline) wins over a voluntary disruption of
+the same node: validate does not refuse it, taint takes the node over (its annotation now names the
+reclaim's execution, its deadline is the reclaim's), and the voluntary execution yields at its next taint
+or drain step (drain status `superseded`, the execution succeeds without touching the node further).
+
 Disruption, in order: validate -> [launch_replacement -> check_replacement ...] -> taint -> drain ... ->
 terminate -> check_termination ... -> finalize. Any error before terminate -> rollback; an error in
 terminate or check_termination -> abort_termination (untaint a node whose instance still runs, keep a dying
@@ -27,6 +32,7 @@ from typing import Any, Final
 from longshore.core.claims import NodeClaim
 from longshore.core.commands import CommandError, DisruptionCommand, RotationRequest, execution_name_of
 from longshore.core.drain import DrainPlan, drain_pod_from_manifest, effective_deadline, plan_drain, summarize
+from longshore.core.interruption import INTERRUPTION_REASON
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances
 from longshore.ports.kube import Cluster, KubeEvent, Manifest, NodePatch, ObjectRef
@@ -105,6 +111,19 @@ def _owned_by_tag(ports: StepPorts, instance_id: str) -> bool:
     return any(i.instance_id == instance_id for i in ports.instances.list_owned())
 
 
+def _reclaims(command: DisruptionCommand) -> bool:
+    """AWS takes this instance away at the deadline whatever we do (spot warning, scheduled change...)."""
+    return command.reason == INTERRUPTION_REASON
+
+
+def _held_by_other_execution(node: Manifest, execution_name: str) -> str | None:
+    """The other Longshore execution that holds the node's disruption taint, if any (a reclaim took over)."""
+    holder = nodes.disrupted_by(node)
+    if nodes.has_disrupted_taint(node) and holder and holder != execution_name:
+        return holder
+    return None
+
+
 # ----------------------------------------------------------------------------------------------------------
 # 1. Validate
 
@@ -130,7 +149,9 @@ def validate(state: State, ports: StepPorts) -> State:
             f"{where} is not owned by cluster {ports.cluster_name}: no NodeClaim in the store and no "
             f"{CLUSTER_TAG}={ports.cluster_name} tag; refusing to disrupt it"
         )
-    if node is not None and nodes.has_disrupted_taint(node):
+    if node is not None and nodes.has_disrupted_taint(node) and not _reclaims(command):
+        # A reclaim is not refused: the instance dies at its deadline anyway, so it takes the node over from
+        # a voluntary disruption (which yields at its next step) and drains it by the reclaim deadline.
         holder = nodes.disrupted_by(node)
         if holder != current.execution_name or not holder:
             by = f"by execution {holder}" if holder else "by another controller"
@@ -219,9 +240,22 @@ def taint(state: State, ports: StepPorts) -> State:
         return progressed.evolve(tainted=False).to_json()
     holder = nodes.disrupted_by(node)
     if nodes.has_disrupted_taint(node) and holder != current.execution_name:
-        raise AlreadyDisruptingError(
-            f"node {nodes.name_of(node)} was tainted by {holder or 'another controller'}"
-        )
+        if _reclaims(current.command):
+            _event(
+                ports,
+                nodes.ref_of(node),
+                "DisruptionTakenOver",
+                f"The instance is being reclaimed: this disruption ({current.execution_name}) takes the node "
+                f"over from {holder or 'another controller'} and drains it by the reclaim deadline",
+                warning=True,
+            )
+        elif _reclaims_holder(node):
+            # The node is being reclaimed by AWS under another execution: yield (Drain reports `superseded`).
+            return progressed.evolve(tainted=False).to_json()
+        else:
+            raise AlreadyDisruptingError(
+                f"node {nodes.name_of(node)} was tainted by {holder or 'another controller'}"
+            )
     patch = NodePatch(
         annotations=(
             (nodes.DISRUPTION_ANNOTATION, current.execution_name),
@@ -233,6 +267,13 @@ def taint(state: State, ports: StepPorts) -> State:
         return progressed.evolve(tainted=False).to_json()
     _event(ports, nodes.ref_of(node), "DisruptionTerminating", f"Disrupting node: {current.command.reason}")
     return progressed.evolve(tainted=True).to_json()
+
+
+def _reclaims_holder(node: Manifest) -> bool:
+    return bool(
+        nodes.disrupted_by(node)
+        and nodes.annotations_of(node).get(nodes.DISRUPTION_REASON_ANNOTATION) == INTERRUPTION_REASON
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -265,6 +306,29 @@ def drain(state: State, ports: StepPorts) -> State:
         return current.evolve(
             drain=DrainProgress(status="drained", started_at=started_at, summary="no node")
         ).to_json()
+    node = ports.cluster.get_node(current.node_name)
+    holder = _held_by_other_execution(node, current.execution_name) if node is not None else None
+    if holder is not None:
+        # Another execution (a reclaim: only a reclaim takes a held node over) now holds the node and drains
+        # it by its own deadline. Yield: no eviction from here, no termination, no rollback of its taint.
+        _event(
+            ports,
+            nodes.ref_of(node) if node is not None else ObjectRef(kind="Node", name=current.node_name),
+            "DisruptionSuperseded",
+            f"Disruption ({current.command.reason}) yields node {current.node_name} to execution {holder}",
+        )
+        superseded = DrainProgress(
+            status="superseded",
+            started_at=started_at,
+            passes=progress.passes,
+            wait_seconds=0,
+            remaining=progress.remaining,
+            evicted=progress.evicted,
+            deleted=progress.deleted,
+            blocked_by_pdb=progress.blocked_by_pdb,
+            summary=f"superseded by {holder}",
+        )
+        return current.evolve(drain=superseded, tainted=False, outcome="superseded").to_json()
     manifests = ports.cluster.list_pods(node_name=current.node_name)
     plan = plan_drain((drain_pod_from_manifest(m) for m in manifests), now, current.deadline)
     passes = progress.passes + 1

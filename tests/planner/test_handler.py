@@ -16,7 +16,7 @@ from longshore.handlers import planner as planner_handler
 from longshore.handlers.planner import ResolvedImages, StepFunctionsSurgeWorkflow
 from longshore.workflow.definition import disruption_definition
 from tests.builders import node_class
-from tests.planner.fakes import PlannerWorld
+from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
 from tests.workflow.sfn_harness import ROLE_ARN, STEPS_ARN
 
 
@@ -154,3 +154,48 @@ def test_build_service_wires_the_production_adapters_from_the_environment(
         assert table.get("default-abc123") is not None  # the claims live in the table the environment names
         assert service.ports.images is not None
         assert service.ports.images.current_images(service.config.node_classes[0])  # AMIs from public SSM
+
+
+def test_a_quiet_cluster_costs_one_pass_per_invocation() -> None:
+    w = PlannerWorld()
+    w.add_node("small", type_name="m5.large")
+    w.add_pod("web", "small", cpu="1500m")  # nothing cheaper can hold it, nothing empty
+    started = w.clock.now()
+
+    report = planner_handler.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
+
+    assert report.passes == 1 and report.stopped == "quiet" and not report.started
+    assert w.clock.now() - started < 1, "no idle waiting was billed"
+
+
+def test_an_emptiness_wait_keeps_the_invocation_until_it_ends_then_acts() -> None:
+    w = PlannerWorld(cluster_config(a_pool(policy="WhenEmpty", after=60)))
+    w.add_node("busy")
+    w.add_node("idle")
+    w.add_pod("web", "busy", cpu="1")
+    w.add_pod("old", "idle", cpu="1")
+    w.run_pass()  # an earlier invocation saw the pod
+    w.clock.advance(10)
+    w.cluster.delete_pod("default", "old", grace_period_seconds=0)  # what the webhook's trigger reports
+    started = w.clock.now()
+
+    report = planner_handler.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
+
+    assert report.started and report.started[0].startswith("empty-i-idle")
+    assert 60 <= w.clock.now() - started < 75, "it waited for consolidateAfter, not for its timeout"
+    assert report.stopped == "quiet"
+
+
+def test_a_wait_longer_than_the_invocation_is_left_to_a_later_scheduled_one() -> None:
+    w = PlannerWorld(cluster_config(a_pool(policy="WhenEmpty", after=600)))
+    w.add_node("idle")
+    w.add_pod("old", "idle", cpu="1")
+    w.run_pass()
+    w.clock.advance(10)
+    w.cluster.delete_pod("default", "old", grace_period_seconds=0)
+    started = w.clock.now()
+
+    report = planner_handler.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
+
+    assert report.stopped == "deadline" and report.passes == 1 and not report.started
+    assert w.clock.now() - started < 1

@@ -111,7 +111,7 @@ def test_capacity_errors_on_every_type_leave_pods_pending_with_a_reason_and_retr
         for zone in world.zones:
             world.fleet.make_unavailable(instance_type, zone, "on-demand")
     scale(world, 2)
-    world.invoke(timeout_s=UNAVAILABLE_TTL_S * 2 + 15)  # two TTLs of trying
+    world.run_schedule(UNAVAILABLE_TTL_S * 2 + 15)  # two TTLs of trying, one invocation a minute
 
     assert len(unbound(world)) == 2 and not world.live_instances()
     since_first = [t - world.fleet_request_times[0] for t in world.fleet_request_times]
@@ -125,7 +125,7 @@ def test_capacity_errors_on_every_type_leave_pods_pending_with_a_reason_and_retr
     assert world.metrics.total(telemetry.LAUNCH_FAILURES, Reason="InsufficientInstanceCapacity") >= 2
 
     world.fleet.clear()  # capacity is back: the next try after the TTL launches
-    world.invoke(timeout_s=UNAVAILABLE_TTL_S + 60)
+    world.run_schedule(UNAVAILABLE_TTL_S + 60)
     assert len(running(world)) == 2 and no_duplicates(world)
 
 
@@ -160,7 +160,7 @@ def test_an_instance_no_claim_owns_is_collected_after_the_grace(make_world: Make
     scale(world, 0)  # and the pod is gone, so no new claim for it will adopt the instance
     world.lease.release(LEASE_NAME, "killed-run")
 
-    world.invoke(timeout_s=ORPHAN_GRACE_S + 90)
+    world.run_schedule(ORPHAN_GRACE_S + 90)
     states = {i["InstanceId"]: i["State"]["Name"] for i in all_instances(world)}
     assert states[lost["InstanceId"]] in ("shutting-down", "terminated")
     assert world.metrics.total(telemetry.ORPHANS_TERMINATED) == 1

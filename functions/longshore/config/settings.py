@@ -4,7 +4,7 @@ Theory of operation: the CDK stack sets the environment variables listed in docs
 `RuntimeSettings.from_env()` reads them into one frozen pydantic model at cold start, so a handler is wired from
 explicit values and tests can build settings without touching `os.environ` (pass `environ=`). The variables
 every function needs are required and a missing one is reported by its variable name; the ones only some
-functions use (state machine ARNs, queue URL, provisioner function) are optional here and checked where used
+functions use (state machine ARNs, queue URL, provisioner and planner functions) are optional here and checked where used
 with `settings.require("disruption_state_machine_arn")`, which names the variable that is missing.
 """
 
@@ -32,6 +32,7 @@ class RuntimeSettings(BaseModel):
     rotation_state_machine_arn: str | None = None
     interruption_queue_url: str | None = None
     provisioner_function_name: str | None = None
+    planner_function_name: str | None = None
 
     #: field -> environment variable (AWS_REGION falls back to AWS_DEFAULT_REGION)
     ENVIRONMENT: ClassVar[dict[str, str]] = {
@@ -43,6 +44,7 @@ class RuntimeSettings(BaseModel):
         "rotation_state_machine_arn": "LONGSHORE_ROTATION_STATE_MACHINE_ARN",
         "interruption_queue_url": "LONGSHORE_INTERRUPTION_QUEUE_URL",
         "provisioner_function_name": "LONGSHORE_PROVISIONER_FUNCTION_NAME",
+        "planner_function_name": "LONGSHORE_PLANNER_FUNCTION_NAME",
     }
     REQUIRED: ClassVar[tuple[str, ...]] = ("cluster_name", "region", "config_parameter", "table_name")
 

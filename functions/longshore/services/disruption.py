@@ -782,9 +782,34 @@ class InvocationReport:
     passes: int
     started: tuple[str, ...]
     pending: tuple[str, ...]
+    stopped: str = "deadline"  # "quiet": nothing due soon, the schedule or a trigger starts the next pass
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passes": self.passes, "started": list(self.started), "pending": list(self.pending)}
+        return {
+            "passes": self.passes,
+            "started": list(self.started),
+            "pending": list(self.pending),
+            "stopped": self.stopped,
+        }
+
+
+def next_pass_at(
+    service: DisruptionService, report: PassReport, interval_s: float = PASS_INTERVAL_S
+) -> float | None:
+    """When another pass could decide something this one did not; None when only a change of the world can.
+
+    A pass that acted, holds a consolidation awaiting re-validation, dropped one, or staged a surge asks for
+    the next pass in `interval_s` (Karpenter's 10 s cadence). A node passed over with a "not yet" reason
+    (empty, or pods changed, for less than the pool's `consolidateAfter`) asks for the instant that wait
+    ends. Everything else (no cheaper option, a PDB at its limit, a budget of 0, do-not-disrupt...) waits for
+    the world to change, which the next scheduled invocation (every minute) or a trigger notices.
+    """
+    if report.acted or report.pending is not None or report.dropped or service.staged:
+        return report.now + interval_s
+    waits = [p.retry_at for p in report.plan.passed_over if p.retry_at is not None]
+    if not waits:
+        return None
+    return max(min(waits), report.now + interval_s)
 
 
 def run_invocation(
@@ -796,16 +821,18 @@ def run_invocation(
     interval_s: float = PASS_INTERVAL_S,
     on_pass: Callable[[PassReport], None] | None = None,
 ) -> InvocationReport:
-    """Passes every `interval_s` until the next one might not finish `margin_s` before the deadline.
+    """Pass, then pass again when `next_pass_at` asks and the wait ends `margin_s` before the deadline.
 
-    Karpenter's disruption loop polls every 10 s; looping inside the invocation gives the same cadence with
-    a schedule of one invocation a minute, and keeps a pending consolidation in memory until it validates.
+    The invocation stops as soon as a pass leaves nothing that time alone could change ("quiet"), so a quiet
+    cluster costs one pass a minute, not a minute of Lambda time. A consolidation awaiting re-validation or
+    an emptiness wait keeps the invocation (and the pending decision, in memory) alive.
     """
     clock = service.ports.clock
     passes, longest = 0, 0.0
     started: list[str] = []
     last: PassReport | None = None
-    while True:  # at least one pass, then as many as fit
+    stopped = "deadline"
+    while True:  # at least one pass, then as many as are due and fit
         began = clock.now()
         last = service.run_pass()
         longest = max(longest, clock.now() - began)
@@ -813,8 +840,13 @@ def run_invocation(
         started.extend(r.execution_name for a in last.acted for r in a.executions if r.started)
         if on_pass is not None:
             on_pass(last)
-        if remaining_s() <= margin_s + longest + interval_s:
+        due = next_pass_at(service, last, interval_s)
+        if due is None:
+            stopped = "quiet"
             break
-        wait(interval_s)
+        pause = max(due - clock.now(), 0.0)
+        if remaining_s() <= margin_s + longest + pause:
+            break
+        wait(pause)
     pending = last.pending.node_names if last is not None and last.pending is not None else ()
-    return InvocationReport(passes, tuple(started), pending)
+    return InvocationReport(passes, tuple(started), pending, stopped)

@@ -22,15 +22,16 @@ clock and a metrics sink):
 7. *Measure.* Pending pods, decision latency, claims created by pool/type/capacity type, launch failures by
    reason and the cluster's cost per hour go to the `MetricsSink`; every lifecycle action logs one line.
 
-`run_invocation` is the Lambda's loop (the handler and the simulation both call it): passes until shortly
-before the deadline, waiting `poll_s` between passes that found nothing to do, then the lease is released.
+`run_invocation` is the Lambda's loop (the handler and the simulation both call it): passes, waiting
+`poll_s` between passes that found nothing to do, until a pass is quiet (nothing pending, nothing about to
+be, no claim in flight) or shortly before the deadline; then the lease is released.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -74,6 +75,10 @@ class ProvisionerSettings:
     replan_interval_s: float = (
         10.0  # unchanged pending pods are planned again this often (Karpenter's requeue)
     )
+    verdict_wait_s: float = 30.0  # how long a new unbound pod without a scheduler verdict keeps the loop open
+    exit_when_quiet: bool = (
+        True  # end the invocation after a pass with nothing to follow (see run_invocation)
+    )
 
     @staticmethod
     def from_config(config: ClusterConfig) -> ProvisionerSettings:
@@ -107,6 +112,16 @@ class PassResult:
     lifecycle: LifecycleOutcome = field(default_factory=LifecycleOutcome)
     decision_ms: float = 0.0
     batch_s: float = 0.0
+    awaiting: int = 0  # unbound pods the scheduler has not judged yet (`snapshot.awaiting_verdict`)
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing a pass in the next seconds could do that the next scheduled one could not: no pods to
+        plan (or the same ones as a plan that could do nothing for them), none about to become provisionable,
+        and no claim between launch and initialization."""
+        if self.status not in ("idle", "settled") or self.awaiting:
+            return False
+        return all(c.state in ("initialized", "deleting") for c in self.lifecycle.claims)
 
     @property
     def launched(self) -> tuple[str, ...]:
@@ -184,13 +199,16 @@ class ProvisionerService:
             log.info("another provisioner run holds the lease; waiting", extra={"owner": self.owner})
             return PassResult("lease-held", started)
         lifecycle = self._reconcile_lifecycle()
-        first = self._provisionable()
+        unbound = self._cluster.list_pending_pods()
+        first = [m for m in unbound if snapshot.provisionable_manifest(m)]
+        now = self._clock.now()
+        awaiting = sum(snapshot.awaiting_verdict(m, now, self.settings.verdict_wait_s) for m in unbound)
         if not first:
             self._settled = None
             self._emit_gauges(pending=(), claims=lifecycle.claims)
-            return PassResult("idle", started, lifecycle=lifecycle)
+            return PassResult("idle", started, lifecycle=lifecycle, awaiting=awaiting)
         if self._is_settled(first, lifecycle):
-            return PassResult("settled", started, pending=len(first), lifecycle=lifecycle)
+            return PassResult("settled", started, pending=len(first), lifecycle=lifecycle, awaiting=awaiting)
         window = collect_batch(
             lambda: [snapshot.pod_uid(m) for m in self._provisionable()],
             self._clock,
@@ -206,7 +224,7 @@ class ProvisionerService:
     def _provisionable(self) -> list[Mapping[str, Any]]:
         return [m for m in self._cluster.list_pending_pods() if snapshot.provisionable_manifest(m)]
 
-    def _is_settled(self, pending: list[Mapping[str, Any]], lifecycle: LifecycleOutcome) -> bool:
+    def _is_settled(self, pending: Sequence[Mapping[str, Any]], lifecycle: LifecycleOutcome) -> bool:
         """The same pending pods, nodes, claims and unavailable offerings as a recent plan that launched
         nothing: the deterministic engine would answer the same, so neither batch nor plan again (Karpenter
         also waits for a change, or its 10 s requeue)."""
@@ -501,8 +519,14 @@ def run_invocation(
     idle_wait: Callable[[float], bool],
     on_pass: Callable[[PassResult], None] | None = None,
 ) -> InvocationReport:
-    """Run passes until `deadline_margin_s` before the deadline; between passes that found nothing to batch,
-    `idle_wait(poll_s)` (False from it ends the invocation early: the simulation's quiet fast-forward)."""
+    """Run passes until one is quiet (`PassResult.quiet`, with `exit_when_quiet`) or `deadline_margin_s`
+    before the deadline; between passes that found nothing to batch, `idle_wait(poll_s)` (False from it also
+    ends the invocation).
+
+    Stopping when quiet is what keeps the function cheap: a quiet cluster costs one pass a minute, and the
+    admission webhook's trigger (`handlers.trigger`) starts a run as soon as a pod is created, so a new pod
+    does not wait for the schedule. While pods are pending, about to be judged by the scheduler, or claims
+    are between launch and initialization, the loop goes on polling every `poll_s`."""
     settings = service.settings
     passes = waits = 0
     launched: list[str] = []
@@ -526,6 +550,9 @@ def run_invocation(
                 on_pass(result)
             if result.status == "planned":
                 continue  # batching already waited at least batch_idle_s
+            if settings.exit_when_quiet and result.quiet:
+                stopped = "quiet"
+                break
             waits += result.status in ("lease-held", "lease-lost")
             if not idle_wait(settings.poll_s):
                 stopped = "quiet"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from longshore.core import labels as wk
@@ -92,6 +93,39 @@ def provisionable_manifest(pod: Manifest) -> bool:
         return False
     owners = meta.get("ownerReferences") or ()
     return not any(isinstance(o, Mapping) and o.get("kind") in ("DaemonSet", "Node") for o in owners)
+
+
+def awaiting_verdict(pod: Manifest, now: float, window_s: float) -> bool:
+    """An unbound pod the scheduler has not judged yet (no `PodScheduled` condition), created in the last
+    `window_s`: it may become provisionable in a moment, so the provisioner keeps looking before it stops.
+
+    Pods of another scheduler, or held by scheduling gates, never get a verdict; the window keeps them from
+    holding the provisioner's loop open forever.
+    """
+    spec = _field(pod, "spec")
+    status = _field(pod, "status")
+    meta = _meta(pod)
+    if spec.get("nodeName") or status.get("nominatedNodeName") or meta.get("deletionTimestamp"):
+        return False
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return False
+    conditions = status.get("conditions") or ()
+    if any(isinstance(c, Mapping) and c.get("type") == "PodScheduled" for c in conditions):
+        return False
+    owners = meta.get("ownerReferences") or ()
+    if any(isinstance(o, Mapping) and o.get("kind") in ("DaemonSet", "Node") for o in owners):
+        return False
+    created = _epoch(meta.get("creationTimestamp"))
+    return created is None or now - created <= window_s
+
+
+def _epoch(timestamp: object) -> float | None:
+    if not isinstance(timestamp, str) or not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def pod_uid(pod: Manifest) -> str:

@@ -68,6 +68,7 @@ from longshore.services.disruption import (
     STARTED_TTL_S,
     PassReport,
     event_reason_for,
+    next_pass_at,
 )
 from longshore.services.provisioner import LEASE_NAME, PassResult, ProvisionerSettings, run_invocation
 from longshore.services.snapshot import daemonset_pods, unschedulable_condition
@@ -79,6 +80,8 @@ from longshore.sim.report import Observations, Sample, plot, summarise, write_su
 from longshore.sim.scenario import Scenario, ScenarioError, Step
 from longshore.sim.world import LAMBDA_TIMEOUT_S, SimulatedWorld, launched_instance_ids
 
+SCHEDULE_S = 60.0  # EventBridge starts the provisioner and the planner every minute
+PLANNER_MARGIN_S = 16.0  # handlers.planner.DEADLINE_MARGIN_S plus about one pass
 AMI_REFRESH_S = 300.0  # handlers.planner.IMAGE_REFRESH_S: how long the planner may keep old AMIs
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$")
@@ -162,11 +165,19 @@ class PlannerCadence:
         self._skipping = False
         self._fingerprint: object = None
         self._ami_changed_at: float | None = None
+        self._invocation_deadline: float | None = None
+        self._invocation_running = False
+        self._fresh_invocation = True
+        self.triggered = 0
 
     # -- scheduling -----------------------------------------------------------------------------------------
     def _slot(self, at: float) -> float:
         """The first pass instant of the 10 s grid at or after `at`."""
         return self.origin + math.ceil((at - self.origin) / PASS_INTERVAL_S - 1e-9) * PASS_INTERVAL_S
+
+    def _tick(self, at: float) -> float:
+        """The first scheduled invocation (EventBridge, every minute) at or after `at`."""
+        return self.origin + math.ceil((at - self.origin) / SCHEDULE_S - 1e-9) * SCHEDULE_S
 
     def schedule(self, at: float) -> None:
         if self._timer is not None:
@@ -175,13 +186,24 @@ class PlannerCadence:
         self._timer = self.world.clock.call_at(at, self._pass)
 
     def poke(self) -> None:
-        """Something changed: if passes were being skipped, the next one is at the next 10 s instant."""
+        """Something changed while the planner was idle: the next scheduled invocation (within a minute)
+        notices it. A change that comes with a trigger (a pod deleted) starts a pass at once: `trigger()`."""
         if not self._skipping:
             return
-        slot = self._slot(self.world.clock.now())
         self._skipping = False
-        if self._next is None or self._next > slot:
-            self.schedule(slot)
+        tick = self._tick(self.world.clock.now())
+        if self._next is None or self._next > tick:
+            self.schedule(tick)
+
+    def trigger(self, reason: str) -> None:
+        """The admission webhook's trigger (a pod was deleted): an invocation starts now, unless one is
+        already running (its loop sees the change at its next pass)."""
+        if self._invocation_running:
+            return
+        self.triggered += 1
+        self._skipping = False
+        self._fresh_invocation = True
+        self.schedule(self.world.clock.now())
 
     def maybe_changed(self) -> None:
         if self._skipping and self.fingerprint() != self._fingerprint:
@@ -202,8 +224,16 @@ class PlannerCadence:
 
     # -- one pass -------------------------------------------------------------------------------------------
     def _pass(self) -> None:
+        """One pass of the planner Lambda, then when the next one is: within the invocation when
+        `services.disruption.next_pass_at` asks for one before the invocation's deadline; otherwise at the
+        next scheduled invocation, skipping those that would find the world unchanged (`_wake`)."""
         self._timer = None
         self._next = None
+        now = self.world.clock.now()
+        if self._fresh_invocation or self._invocation_deadline is None or now >= self._invocation_deadline:
+            self._invocation_deadline = now + LAMBDA_TIMEOUT_S - PLANNER_MARGIN_S
+            self._fresh_invocation = False
+        self._invocation_running = True
         report = self.world.planner.run_pass()
         self.passes += 1
         for acted in report.acted:
@@ -214,14 +244,25 @@ class PlannerCadence:
                 self.decisions[reason] = self.decisions.get(reason, 0) + 1
         self.dropped += len(report.dropped)
         now = self.world.clock.now()
+        due = next_pass_at(self.world.planner, report, PASS_INTERVAL_S)
+        if due is not None:
+            self._skipping = False
+            if due > self._invocation_deadline:
+                # The wait outlasts this invocation. Scheduled invocations start every minute and each can
+                # wait ~100 s, so one of them passes exactly at `due`.
+                self._invocation_running = False
+                self._fresh_invocation = True
+            self.schedule(max(due, now))
+            return
+        self._invocation_running = False  # quiet: the invocation ends
         wake = self._wake(report, now)
         if wake is None:
             self._skipping = False
-            self.schedule(now + PASS_INTERVAL_S)
+            self.schedule(self._tick(now + 1e-6))
             return
         self._skipping = True
         self._fingerprint = self.fingerprint()
-        at = self._slot(min(max(wake, now + PASS_INTERVAL_S), self.runner.end + PASS_INTERVAL_S))
+        at = self._tick(min(max(wake, now + 1e-6), self.runner.end + SCHEDULE_S))
         self.skipped_until.append((now, at))
         self.schedule(at)
 
@@ -342,6 +383,7 @@ class ScenarioRunner:
             world.terminate_observers.append(self._on_terminate)
             world.step_observers.append(self._on_step)
             world.provisioner_triggers.append(self._on_trigger)
+            world.planner_triggers.append(self.planner.trigger)
             world.ec2.meta.events.register_first(
                 "before-parameter-build.ec2.CreateFleet",
                 self._maybe_crash_before_launch,
@@ -365,21 +407,18 @@ class ScenarioRunner:
         return SimulationResult(summary, list(self.obs.samples))
 
     def _drive(self) -> None:
-        """Play back-to-back provisioner invocations until the end, fast-forwarding over quiet stretches."""
+        """Play the provisioner Lambda's invocations until the end, as deployed: one starts at every minute's
+        schedule and at every trigger (the admission webhook on pod creation, the interruption handler), and
+        runs passes until one is quiet or its deadline comes. Scheduled invocations that would find the world
+        unchanged are skipped: that is what makes a 31-day scenario take seconds."""
         world = self.world
         clock = world.clock
         settings = self.settings or ProvisionerSettings.from_config(self.config)
-        run_length = self.lambda_timeout_s - settings.deadline_margin_s
-        period = run_length + self.retry_gap_s
-        anchor = self.start
         while clock.now() < self.end:
-            now = clock.now()
-            started = _window_start(anchor, now, run_length, period)
-            if started > now:
-                world.advance_to(min(started, self.end))
-                continue
+            started = clock.now()
             deadline = min(started + self.lambda_timeout_s, self.end + settings.deadline_margin_s)
             self.counters.invocations += 1
+            self._trigger_pending = False
             service = world.service(f"sim-invocation-{self.counters.invocations}", settings)
             try:
                 report = run_invocation(
@@ -398,24 +437,28 @@ class ScenarioRunner:
                 self.counters.crashes += 1
                 self.obs.notes.append(f"t={self._t():.1f}s: the provisioner invocation was killed ({error})")
                 world.cluster.sync_ec2()
-                anchor = clock.now() + self.retry_gap_s
+                self._sleep_unless_triggered(clock.now() + self.retry_gap_s)  # Lambda's async retry
                 continue
-            if report.stopped == "quiet":
-                self.counters.quiet_jumps += 1
-                self._trigger_pending = False
-                self._sleep_unless_triggered(self._next_event())
-                anchor = started
-            else:
-                anchor = started + period
+            if report.stopped != "quiet":
+                # The schedule's events queued behind the reserved concurrency of 1 start the next one.
+                self._sleep_unless_triggered(clock.now() + self.retry_gap_s)
+                continue
+            self.counters.quiet_jumps += 1
+            # Quiet: the next scheduled invocation, or a trigger. When the world itself is quiet, every
+            # scheduled invocation before its next change would find nothing: skip to the first after it.
+            after = self._next_event() if self._quiet() else clock.now()
+            self._sleep_unless_triggered(min(self._tick(after), self.end))
+
+    def _tick(self, at: float) -> float:
+        """The first scheduled invocation (EventBridge, every minute) strictly after `at`."""
+        return self.start + (math.floor((at - self.start) / SCHEDULE_S + 1e-9) + 1) * SCHEDULE_S
 
     # -- waiting and quiet --------------------------------------------------------------------------------------
 
     def _idle_wait(self, seconds: float) -> bool:
         if self._trigger_pending:
             self._trigger_pending = False
-            return True  # the interruption handler asked for a pass now
-        if self._quiet():
-            return False
+            return True  # a trigger asked for a pass now
         self._sleep_unless_triggered(self.world.clock.now() + seconds)
         return True
 
@@ -440,7 +483,8 @@ class ScenarioRunner:
 
     def _on_trigger(self, reason: str) -> None:
         self._trigger_pending = True
-        self.obs.notes.append(f"t={self._t():.1f}s: provisioner triggered ({reason})")
+        if not reason.startswith("admission: "):  # one per pod: counted in the summary instead
+            self.obs.notes.append(f"t={self._t():.1f}s: provisioner triggered ({reason})")
 
     def _quiet(self) -> bool:
         self.world.cluster.reconcile()  # controllers first: a new Deployment has no pods until they run
@@ -840,6 +884,7 @@ class ScenarioRunner:
                     "failed_launches": self.counters.launch_failures,
                     "quiet_fast_forwards": self.counters.quiet_jumps,
                     "triggered": len(self.world.triggered),
+                    "webhook_triggers": self.world.webhook_triggers.get("provisioner", 0),
                 },
                 "pod_disruptions": self.checker.disruptions,
                 "planner": {
@@ -848,6 +893,7 @@ class ScenarioRunner:
                     "abandoned": self.planner.abandoned,
                     "dropped_on_revalidation": self.planner.dropped,
                     "skips": len(self.planner.skipped_until),
+                    "webhook_triggers": self.world.webhook_triggers.get("planner", 0),
                 },
                 "workflows": workflows,
                 "interruption": self._interruption_summary(),
@@ -1017,14 +1063,6 @@ def retime(event: JSON, now: float) -> JSON:
 
 def _remaining(deadline: float, now: Callable[[], float]) -> float:
     return deadline - now()
-
-
-def _window_start(anchor: float, now: float, run_length: float, period: float) -> float:
-    """Start of the invocation live at `now` (or of the next one, when `now` falls in the gap between two)."""
-    if now < anchor:
-        return anchor
-    started = anchor + math.floor((now - anchor) / period) * period
-    return started + period if now >= started + run_length else started
 
 
 def evaluate_expectations(scenario: Scenario, summary: dict[str, Any]) -> dict[str, Any]:

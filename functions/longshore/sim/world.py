@@ -110,7 +110,10 @@ class SimulatedWorld:
         self._muted: list[tuple[logging.Handler, int]] = []
         self.step_observers: list[Callable[[str, dict[str, Any]], None]] = []
         self.provisioner_triggers: list[Callable[[str], None]] = []
+        self.planner_triggers: list[Callable[[str], None]] = []
         self.triggered: list[tuple[float, str]] = []
+        self.webhook_calls = 0
+        self.webhook_triggers: dict[str, int] = {}
         self.interruption_responses: list[dict[str, Any]] = []
 
     # -- lifecycle ------------------------------------------------------------------------------------------
@@ -199,6 +202,7 @@ class SimulatedWorld:
                 sleep=self.sleep,
             )
             self._start_disruption(session, info)
+            self.cluster.store.admission.append(self._admission_webhook)
         except BaseException:
             self.close()
             raise
@@ -364,6 +368,29 @@ class SimulatedWorld:
             idle_wait=idle_wait or wait,
         )
 
+    def run_schedule(
+        self,
+        duration_s: float,
+        *,
+        every_s: float = 60.0,
+        timeout_s: float = LAMBDA_TIMEOUT_S,
+        settings: ProvisionerSettings | None = None,
+    ) -> list[InvocationReport]:
+        """The provisioner as the stack's schedule runs it for `duration_s`: an invocation every `every_s`
+        from now (one that outlasts the period delays the next, as the reserved concurrency of 1 does)."""
+        start = self.clock.now()
+        end = start + duration_s
+        reports: list[InvocationReport] = []
+        tick = start
+        while self.clock.now() < end:
+            if self.clock.now() < tick:
+                self.sleep(min(tick, end) - self.clock.now())
+                continue
+            reports.append(self.invoke(timeout_s=min(timeout_s, end - self.clock.now()), settings=settings))
+            elapsed = self.clock.now() - start
+            tick = start + (int(elapsed // every_s) + 1) * every_s
+        return reports
+
     # -- the disruption workflows, the interruption queue and the provisioner trigger --------------------------
 
     def _invoke_step(self, resource: str, payload: Any) -> Any:
@@ -380,6 +407,49 @@ class SimulatedWorld:
         """`ports.triggers.ProvisionerTrigger`: the interruption handler asks the provisioner to run now."""
         self.triggered.append((self.clock.now(), reason))
         for callback in self.provisioner_triggers:
+            callback(reason)
+
+    def _admission_webhook(
+        self, operation: str, plural: str, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None:
+        """The stack's admission webhook (`deploy/webhook.yaml`, pods only): the emulator's request as the
+        function URL event Lambda would build, through `handlers.trigger.process` in process. Its provisioner
+        trigger is `trigger()`; its planner trigger calls `planner_triggers` (the runner's planner cadence)."""
+        if plural != "pods":
+            return
+        from longshore.adapters.events.admission import admission_review, function_url_event
+        from longshore.core.triggers import PLANNER, PROVISIONER
+        from longshore.handlers.trigger import process
+
+        self.webhook_calls += 1
+        uid = f"admission-{self.webhook_calls}"
+        event = function_url_event(admission_review(uid, operation, obj, old))
+        world = self
+
+        class _Counted:
+            def __init__(self, target: str, fire: Callable[[str], None]) -> None:
+                self.target, self.fire = target, fire
+
+            def trigger(self, reason: str) -> None:
+                world.webhook_triggers[self.target] = world.webhook_triggers.get(self.target, 0) + 1
+                self.fire(reason)
+
+        response = process(
+            event,
+            {
+                PROVISIONER: _Counted(PROVISIONER, self._webhook_provisioner_trigger),
+                PLANNER: _Counted(PLANNER, self._planner_trigger),
+            },
+        )
+        if response.get("statusCode") != 200:
+            raise RuntimeError(f"the trigger function answered {response}")
+
+    def _webhook_provisioner_trigger(self, reason: str) -> None:
+        for callback in self.provisioner_triggers:
+            callback(f"admission: {reason}")
+
+    def _planner_trigger(self, reason: str) -> None:
+        for callback in self.planner_triggers:
             callback(reason)
 
     def send_event(self, event: dict[str, Any]) -> str:

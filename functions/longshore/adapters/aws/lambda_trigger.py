@@ -1,9 +1,9 @@
-"""`ports.triggers.ProvisionerTrigger` as an asynchronous Lambda invoke of the provisioner function.
+"""`ports.triggers.Trigger` as an asynchronous Lambda invoke of the provisioner or the planner function.
 
 Theory of operation: `Invoke` with `InvocationType="Event"` queues the run and returns at once (HTTP 202),
-so the interruption handler never waits for the provisioner. The payload is a small JSON object
-`{"source": "longshore.trigger", "reason": ...}` that the provisioner can log; it carries no state, because
-the provisioner reads the cluster itself. A non-2xx status is raised as `TriggerError` so that the SQS
+so the caller (the interruption handler, the admission webhook) never waits for the function. The payload
+is a small JSON object `{"source": "longshore.trigger", "reason": ...}` that the function can log; it
+carries no state, because the function reads the cluster itself. A non-2xx status is raised as `TriggerError` so that the SQS
 message that asked for it is retried (triggering again is harmless).
 """
 
@@ -19,7 +19,7 @@ class TriggerError(RuntimeError):
     """Lambda did not accept the asynchronous invocation."""
 
 
-class LambdaProvisionerTrigger:
+class LambdaTrigger:
     def __init__(self, client: Any, function_name: str) -> None:
         self._client = client
         self._function_name = function_name
@@ -34,3 +34,6 @@ class LambdaProvisionerTrigger:
             raise TriggerError(
                 f"Lambda {self._function_name} refused the asynchronous invoke (status {status})"
             )
+
+
+LambdaProvisionerTrigger = LambdaTrigger

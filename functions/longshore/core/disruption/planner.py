@@ -69,8 +69,12 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class PassedOver:
+    """A node the pass did not disrupt, and why. `retry_at` is set when the reason is only "not yet": the
+    instant at which time alone lifts it (an emptiness or consolidation wait ending)."""
+
     node: str
     reason: str
+    retry_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +121,18 @@ class _Pass:
         self.budgets = _Budgets(inp)
         self.decided: set[str] = set()
         self.passed: dict[str, str] = {}
+        self.retry_at: dict[str, float] = {}
 
     # -- helpers ------------------------------------------------------------------------------------------
     def pool_of(self, node: ManagedNode) -> NodePool | None:
         return self.pools.get(node.nodepool)
 
-    def pass_over(self, node: ManagedNode, reason: str) -> None:
-        self.passed.setdefault(node.name, reason)
+    def pass_over(self, node: ManagedNode, reason: str, retry_at: float | None = None) -> None:
+        if node.name in self.passed:
+            return
+        self.passed[node.name] = reason
+        if retry_at is not None:
+            self.retry_at[node.name] = retry_at
 
     def open_nodes(self) -> list[ManagedNode]:
         return [n for n in self.inp.nodes if n.name not in self.decided]
@@ -157,6 +166,7 @@ class _Pass:
         for node in decision.nodes:
             self.decided.add(node.name)
             self.passed.pop(node.name, None)
+            self.retry_at.pop(node.name, None)
         return decision
 
     # -- methods ------------------------------------------------------------------------------------------
@@ -201,7 +211,9 @@ class _Pass:
                 continue
             idle = self.inp.now - node.idle_since()
             if idle < after:
-                self.pass_over(node, f"empty for {idle:.0f}s of the {after}s pool {pool.name} waits")
+                self.pass_over(
+                    node, f"empty for {idle:.0f}s of the {after}s pool {pool.name} waits", node.idle_since() + after
+                )
                 continue
             blocker = node_blocker(node, self.inp.now, for_consolidation=False)
             if blocker:
@@ -263,7 +275,11 @@ class _Pass:
                 self.pass_over(node, f"pool {pool.name} never consolidates (consolidateAfter Never)")
                 continue
             if self.inp.now - node.idle_since() < after:
-                self.pass_over(node, f"pods changed {self.inp.now - node.idle_since():.0f}s ago; pool waits {after}s")
+                self.pass_over(
+                    node,
+                    f"pods changed {self.inp.now - node.idle_since():.0f}s ago; pool waits {after}s",
+                    node.idle_since() + after,
+                )
                 continue
             blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now, for_consolidation=True)
             if blocker:
@@ -366,7 +382,9 @@ class _Pass:
         for node in self.inp.nodes:
             if node.name not in self.decided and node.name not in self.passed:
                 self.pass_over(node, "no cheaper option" if not node.is_empty else "nothing to do")
-        passed = tuple(PassedOver(name, why) for name, why in sorted(self.passed.items()))
+        passed = tuple(
+            PassedOver(name, why, self.retry_at.get(name)) for name, why in sorted(self.passed.items())
+        )
         return DisruptionPlan(tuple(decisions), passed)
 
 

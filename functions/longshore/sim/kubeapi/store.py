@@ -25,6 +25,7 @@ import base64
 import builtins
 import heapq
 import json
+import logging
 import random
 import threading
 from collections.abc import Callable, Iterator
@@ -48,6 +49,8 @@ from longshore.sim.kubeapi.meta import (
 from longshore.sim.kubeapi.resources import ResourceType, lookup
 from longshore.sim.kubeapi.selectors import ALL_FIELDS, EVERYTHING, FieldSelector, LabelSelector
 from longshore.sim.kubeapi.watchlog import Change, ChangeLog
+
+_log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 FOREGROUND = "foregroundDeletion"
@@ -87,6 +90,11 @@ class ObjectStore:
         self._deadlines: list[tuple[float, int, Key, str]] = []
         self._dependents: dict[str, set[Key]] = {}
         self._sequence = 0
+        #: validating admission webhooks: called with (operation, plural, object, oldObject) for every CREATE
+        #: and DELETE, and for the final removal of an object that lingered in graceful deletion (the
+        #: kubelet's own DELETE in Kubernetes). `failurePolicy: Ignore`: a hook that raises is logged and
+        #: the request goes on. They only observe; they cannot deny.
+        self.admission: list[Callable[[str, str, JSON | None, JSON | None], None]] = []
         for namespace in namespaces:
             self.create("namespaces", {"metadata": {"name": namespace}})
 
@@ -211,6 +219,7 @@ class ObjectStore:
                 rt, new, keep_status=keep_status, default_tolerations=self.default_tolerations
             )
             strategies.normalize(rt, new)
+            self._admit("CREATE", plural, new, None)
             table[(ns, name)] = new
             self._index_owners(plural, ns, name, new, None)
             self._record("ADDED", plural, new, None)
@@ -315,6 +324,7 @@ class ObjectStore:
             ns = self._ns(rt, namespace)
             current = self._require(rt, ns, name)
             self._check_preconditions(rt, current, preconditions)
+            self._admit("DELETE", plural, None, current)
             policy = propagation_policy or "Background"
             if policy not in ("Background", "Foreground", "Orphan"):
                 raise errors.bad_request(f"propagationPolicy: Unsupported value: {policy!r}")
@@ -513,6 +523,13 @@ class ObjectStore:
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self.log.append(Change(self._rv, change_type, plural, obj, old))
 
+    def _admit(self, operation: str, plural: str, obj: JSON | None, old: JSON | None) -> None:
+        for webhook in self.admission:
+            try:
+                webhook(operation, plural, obj, old)
+            except Exception:
+                _log.warning("admission webhook failed; ignored (failurePolicy: Ignore)", exc_info=True)
+
     def _schedule_removal(self, key: Key, when: float, uid: str) -> None:
         self._sequence += 1
         heapq.heappush(self._deadlines, (when, self._sequence, key, uid))
@@ -535,6 +552,8 @@ class ObjectStore:
         if obj is None:
             return
         removed = clone(obj)
+        if obj["metadata"].get("deletionTimestamp"):
+            self._admit("DELETE", plural, None, obj)
         self._index_owners(plural, ns, name, None, obj)
         self._record("DELETED", plural, removed, obj)
         uid = obj["metadata"]["uid"]

@@ -1027,7 +1027,8 @@ def pack(
     best_key: tuple[int, float, int] | None = None
     for base in bases:
         forced = base.grow(forced_only=True)  # the same for every slice share: computed once
-        for share in SLICES:
+        # the node-by-node alternative is about the forced nodes, not the slice: one share is enough
+        for share in SLICES if base is first else SLICES[:1]:
             packer = base.fork(share)
             result = packer.finish(forced + packer.grow())
             cost = sum(offers[node.offer].price * node.replicas for node in result.nodes)

@@ -514,18 +514,23 @@ class _Packer:
         budget_of: dict[int, float] = {}  # per node: a fair share of the fillers over the nodes still needed
         for groups, fillers in fillers_of.items():
             budget_of[groups] = sum(self.remaining[k] * self.values[k] for k in fillers) / needed
+        version = self.price_version
         for cand in options:
             available = seed_value + budget_of[cand.groups]
-            if cand.valued_at != self.price_version:
+            if cand.valued_at != version:
                 cand.capacity = self._capacity_value(cand.type_index, cand.groups)
-                cand.valued_at = self.price_version
-            cand.bound = min(cand.capacity, available) / cand.price if cand.price > 0 else math.inf
+                cand.valued_at = version
+            capacity = cand.capacity
+            cand.bound = (
+                (capacity if capacity < available else available) / cand.price if cand.price > 0 else math.inf
+            )
         options.sort(key=lambda c: (-c.bound, c.price))
         left = list(self.remaining)
         trials: list[tuple[float, float, _Candidate]] = []
         tried = 0
+        top = 0.0  # the best trial score so far
         for cand in options:
-            if tried >= FORCED_TRIALS or (trials and cand.bound < max(t[0] for t in trials) * (1 + 1e-9)):
+            if tried >= FORCED_TRIALS or (trials and cand.bound < top * (1 + 1e-9)):
                 break
             if not self._within_limits(cand.type_index, 1):
                 continue
@@ -540,6 +545,7 @@ class _Packer:
             )
             value = sum(self.values[k] * count for k, count in trial.items())
             trials.append((value / cand.price if cand.price > 0 else math.inf, value, cand))
+            top = max(top, trials[-1][0])
         if not trials:  # every bin that holds the seed would breach a limit
             self.limit_blocked.add(seed)
             return []
@@ -653,7 +659,7 @@ class _Packer:
                 k = by_skew[low]
             add(k, max(1, min(take_limit(k), math.ceil(imbalance / skew[k]))))
         for k in by_value:
-            if spent[0] >= budget or any(free < need for free, need in zip(residual, smallest, strict=True)):
+            if spent[0] >= budget or not all(map(operator.ge, residual, smallest)):
                 break
             limit = take_limit(k)
             if limit > 0:

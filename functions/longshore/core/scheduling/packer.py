@@ -991,7 +991,7 @@ def _within_item_limits(
             limit = cap - group_used.get(group, 0)
     if limit <= 0:
         return 0
-    for amount, free in zip(item.demand, residual):  # the hottest loop of the packer: no min() calls
+    for amount, free in zip(item.demand, residual, strict=True):  # the hottest loop: no min() calls
         if amount > 0 and free // amount < limit:
             limit = free // amount
             if limit <= 0:

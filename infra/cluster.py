@@ -32,6 +32,7 @@ from constructs import Construct
 from infra import bundling, naming
 from infra import iam as policies
 from infra.functions import FUNCTIONS, POWERTOOLS_LOG_LEVEL, Functions
+from infra.webhook import TriggerWebhook
 from infra.interruption import InterruptionQueue
 from infra.observability import Observability
 from infra.settings import LOG_RETENTION_DAYS, DeploymentSettings
@@ -155,15 +156,17 @@ class LongshoreCluster(Construct):
             "LONGSHORE_ROTATION_STATE_MACHINE_ARN": policies.state_machine_arn(stack, rotation_name),
             "LONGSHORE_INTERRUPTION_QUEUE_URL": self.interruption.queue.queue_url,
             "LONGSHORE_PROVISIONER_FUNCTION_NAME": function_names["provisioner"],
+            "LONGSHORE_PLANNER_FUNCTION_NAME": function_names["planner"],
             "POWERTOOLS_SERVICE_NAME": naming.service_name(cluster),
             "POWERTOOLS_METRICS_NAMESPACE": telemetry.NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": POWERTOOLS_LOG_LEVEL,
             "POWERTOOLS_PARAMETERS_MAX_AGE": str(PARAMETER_CACHE_SECONDS),
         }
+        code = code or bundling.lambda_code()
         self.functions = Functions(
             self,
             "Functions",
-            code=code or bundling.lambda_code(),
+            code=code,
             role=self.role,
             names=function_names,
             environment=environment,
@@ -183,6 +186,15 @@ class LongshoreCluster(Construct):
                     targets.LambdaFunction(function, retry_attempts=0, max_event_age=cdk.Duration.seconds(60))
                 ],
             )
+        self.webhook = TriggerWebhook(
+            self,
+            "Webhook",
+            code=code,
+            function_name=naming.function_name(cluster, "trigger"),
+            targets={role_name: self.functions[role_name] for role_name in ("provisioner", "planner")},
+            environment=environment,
+            log_retention=log_retention,
+        )
         self.functions["interruption"].add_event_source(
             sources.SqsEventSource(self.interruption.queue, batch_size=10, report_batch_item_failures=True)
         )
@@ -215,7 +227,7 @@ class LongshoreCluster(Construct):
             "Observability",
             cluster=cluster,
             service=naming.service_name(cluster),
-            functions=self.functions,
+            functions={**self.functions, "trigger": self.webhook.function},
             queue=self.interruption.queue,
             dead_letter_queue=self.interruption.dead_letter_queue,
             state_machines={"disruption": machines.disruption, "rotation": machines.rotation},

@@ -103,7 +103,7 @@ def acknowledge(stack: cdk.Stack, cluster: LongshoreCluster) -> None:
         ],
         apply_to_children=True,
     )
-    for function in cluster.functions.values():
+    for function in (*cluster.functions.values(), cluster.webhook.function):
         NagSuppressions.add_resource_suppressions(
             function,
             [

@@ -54,6 +54,7 @@ class LongshoreStack(cdk.Stack):
             "DisruptionStateMachineArn": self.cluster.disruption_state_machine.state_machine_arn,
             "RotationStateMachineArn": self.cluster.rotation_state_machine.state_machine_arn,
             "InterruptionQueueUrl": self.cluster.interruption.queue.queue_url,
+            "WebhookUrl": self.cluster.webhook.url.url,
         }
         for name, value in outputs.items():
             cdk.CfnOutput(self, name, value=value)

@@ -41,10 +41,22 @@ def _statements(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _role_of(template: dict[str, Any], handler_prefix: str) -> set[str]:
+    return {
+        p["Role"]["Fn::GetAtt"][0]
+        for p in resources(template, "AWS::Lambda::Function").values()
+        if p["Handler"].startswith(handler_prefix)
+    }
+
+
 def _functions_role_policy(template: dict[str, Any]) -> list[dict[str, Any]]:
-    roles = {p["Role"]["Fn::GetAtt"][0] for p in resources(template, "AWS::Lambda::Function").values()}
-    assert len(roles) == 1
+    roles = _role_of(template, "longshore.handlers.") - _role_of(template, "longshore.handlers.trigger.")
+    assert len(roles) == 1, "the four controller functions share one role"
     (role,) = roles
+    return _role_policy(template, role)
+
+
+def _role_policy(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
     return [
         statement
         for props in resources(template, "AWS::IAM::Policy").values()
@@ -263,6 +275,27 @@ def test_state_machine_roles_reach_only_the_steps_function_and_the_disruption_ma
             ]
         else:
             assert started == []
+
+
+def test_the_trigger_function_may_only_invoke_the_provisioner_and_the_planner(synthesis: Synthesis) -> None:
+    template = synthesis.demo
+    (role,) = _role_of(template, "longshore.handlers.trigger.")
+    assert role not in _role_of(template, "longshore.handlers.provisioner.")
+    granted = {
+        action: statement["Resource"]
+        for statement in _role_policy(template, role)
+        for action in _actions(statement)
+        if not action.startswith("logs:")
+    }
+    functions = {
+        p["Handler"]: logical for logical, p in resources(template, "AWS::Lambda::Function").items()
+    }
+    resources_granted = granted.pop("lambda:InvokeFunction")
+    assert granted == {}, "nothing but logs and the invoke"
+    targets = sorted(r["Fn::GetAtt"][0] for r in resources_granted)
+    assert targets == sorted(
+        [functions["longshore.handlers.provisioner.handler"], functions["longshore.handlers.planner.handler"]]
+    )
 
 
 def test_the_condition_tag_is_the_tag_the_launcher_writes() -> None:

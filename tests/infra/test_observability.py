@@ -118,6 +118,7 @@ def test_dashboard_shows_what_issue_7_lists(synthesis: Synthesis) -> None:
             "longshore.handlers.planner.handler",
             "longshore.handlers.interruption.handler",
             "longshore.handlers.workflow_steps.handler",
+            "longshore.handlers.trigger.handler",
         )
     }
     for metric in ("Errors", "Duration", "Throttles"):

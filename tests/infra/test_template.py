@@ -13,7 +13,7 @@ from infra.interruption import RULES
 from longshore.config import load_cluster_text
 from longshore.core import telemetry
 from longshore.core.model import ClusterConfig, Origin
-from tests.infra.conftest import Synthesis, function_by_handler, resources
+from tests.infra.conftest import REPO, Synthesis, function_by_handler, resources
 
 pytestmark = pytest.mark.cdk
 
@@ -269,7 +269,11 @@ def test_access_entry_maps_the_functions_role_to_the_clusterrole_group(synthesis
     assert entry["ClusterName"] == "demo"
     assert entry["Type"] == "STANDARD"
     assert entry["KubernetesGroups"] == ["longshore-controller"]
-    roles = {_ref_target(p["Role"]) for p in resources(synthesis.demo, "AWS::Lambda::Function").values()}
+    roles = {
+        _ref_target(p["Role"])
+        for p in resources(synthesis.demo, "AWS::Lambda::Function").values()
+        if p["Handler"] != "longshore.handlers.trigger.handler"  # it never calls the cluster
+    }
     assert roles == {_ref_target(entry["PrincipalArn"])}
 
 
@@ -296,4 +300,41 @@ def test_outputs_name_the_role_and_state_machines_an_operator_needs(synthesis: S
         "DisruptionStateMachineArn",
         "RotationStateMachineArn",
         "InterruptionQueueUrl",
+        "WebhookUrl",
     }
+
+
+def test_the_trigger_function_is_small_untraced_and_behind_a_public_url(synthesis: Synthesis) -> None:
+    logical, props = function_by_handler(synthesis.demo, "longshore.handlers.trigger.handler")
+    assert props["FunctionName"] == "longshore-demo-trigger"
+    assert props["Architectures"] == ["arm64"] and props["Runtime"] == "python3.11"
+    assert props["MemorySize"] == 256 and props["Timeout"] == 5
+    assert props["ReservedConcurrentExecutions"] == 10
+    assert props.get("TracingConfig", {"Mode": "PassThrough"}) == {"Mode": "PassThrough"}
+    env = props["Environment"]["Variables"]
+    assert env["LONGSHORE_PROVISIONER_FUNCTION_NAME"] == "longshore-demo-provisioner"
+    assert env["LONGSHORE_PLANNER_FUNCTION_NAME"] == "longshore-demo-planner"
+    (url,) = resources(synthesis.demo, "AWS::Lambda::Url").values()
+    assert url["AuthType"] == "NONE" and _ref_target(url["TargetFunctionArn"]) == logical
+    assert _ref_target(synthesis.demo["Outputs"]["WebhookUrl"]["Value"]) == next(
+        iter(resources(synthesis.demo, "AWS::Lambda::Url"))
+    )
+
+
+def test_the_webhook_manifest_sends_what_the_trigger_decides_on_and_never_blocks() -> None:
+    import yaml
+
+    from longshore.core.triggers import admission_targets
+
+    manifest = yaml.safe_load((REPO / "deploy" / "webhook.yaml").read_text())
+    assert manifest["kind"] == "ValidatingWebhookConfiguration"
+    (webhook,) = manifest["webhooks"]
+    assert webhook["failurePolicy"] == "Ignore" and webhook["timeoutSeconds"] <= 5
+    assert webhook["sideEffects"] == "NoneOnDryRun" and webhook["admissionReviewVersions"] == ["v1"]
+    assert webhook["clientConfig"] == {"url": "${LONGSHORE_WEBHOOK_URL}"}
+    (rule,) = webhook["rules"]
+    assert rule["resources"] == ["pods"] and rule["apiGroups"] == [""]
+    unbound = {"metadata": {}, "spec": {}}
+    bound = {"metadata": {}, "spec": {"nodeName": "n"}}
+    decided = {op for op in ("CREATE", "UPDATE", "DELETE") if admission_targets(op, "Pod", unbound, bound)}
+    assert set(rule["operations"]) == decided == {"CREATE", "DELETE"}

@@ -44,6 +44,8 @@ def process(event: Any, triggers: Mapping[str, Trigger]) -> dict[str, Any]:
         logger.warning("rejected a request that is not an AdmissionReview", extra={"error": str(error)})
         return error_response(str(error))
     request = review.request
+    if request.dry_run:  # `sideEffects: NoneOnDryRun`: a dry run changes nothing, so it wakes nothing
+        return admission_response(request.uid)
     targets = admission_targets(request.operation, request.kind.kind, request.object, request.old_object)
     for target in targets:
         trigger = triggers.get(target)

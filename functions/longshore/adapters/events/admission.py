@@ -62,6 +62,7 @@ class AdmissionRequest(BaseModel):
     sub_resource: str = Field(default="", alias="subResource")
     object: dict[str, Any] | None = None
     old_object: dict[str, Any] | None = Field(default=None, alias="oldObject")
+    dry_run: bool = Field(default=False, alias="dryRun")
 
     @property
     def key(self) -> str:

@@ -61,6 +61,7 @@ MERGE_WINDOW = 12  # merging looks at this many of the cheapest nodes
 FORCED_TRIALS = 100  # candidate types tried for a round of nodes a capped item forces
 _PRICE_VERSIONS = itertools.count()  # unique per set of resource prices, across packers
 FORCED_SLACK = 0.02
+DEAR_RATIO = 1.5
 MERGE_WORTH = 0.75  # merge interchangeable items only when that leaves at most this share of them
 NODE_BY_NODE_UP_TO = 100  # with at most this many forced nodes, also try choosing them one by one  # among forced nodes this close to the best value per price, the cheapest wins
 
@@ -143,6 +144,7 @@ class _Packer:
     ) -> None:
         self.slice = slice_share
         self.top_up = top_up
+        self.dear_first = False  # open the nodes of much dearer uncapped items before the forced ones
         self.items = items
         self.types = types
         self.offers = offers
@@ -164,6 +166,7 @@ class _Packer:
         self.table_cache: dict[tuple[float, ...], list[float]] = {}
         self.candidate_types = sorted({c.type_index for c in self.candidates})
         self.skew_cache: dict[int, tuple[list[int], dict[int, float]]] = {}
+        self.alone_cache: dict[tuple[int, tuple[int, ...]], float] = {}
         self.initial_prices = self._group_prices()
         self.holding_cache: dict[tuple[int, tuple[int, ...]], list[_Candidate]] = {}
         self.prices = self.initial_prices
@@ -339,7 +342,14 @@ class _Packer:
             needed = self._nodes_needed(active)
             seed = self._seed(active, needed)
             item = self.items[seed]
-            if needed and (item.cap or item.groups) and not item.together and self.top_up:
+            dear = (
+                self._dear(seed, active)
+                if self.dear_first and needed and (item.cap or item.groups) and not item.together
+                else None
+            )
+            if dear is not None:
+                chosen = self._best_node(dear, active, 0)
+            elif needed and (item.cap or item.groups) and not item.together and self.top_up:
                 chosen = self._forced_nodes(seed, active, needed)
             elif forced_only and not (needed and (item.cap or item.groups)):
                 break
@@ -385,6 +395,41 @@ class _Packer:
         for load, cap in group_load.values():
             needed = max(needed, -(-load // cap))
         return needed
+
+    def _dear(self, seed: int, active: list[int]) -> int | None:
+        """The most valuable uncapped item that is much dearer in its own group than it would be in the capped
+        seed's group (say on-demand-only pods next to spot-friendly anti-affine ones), if any: its nodes are
+        opened before the forced ones, so the capped pods can ride in their spare room."""
+        own = self.group_of[seed]
+        best: int | None = None
+        for k in active:
+            item = self.items[k]
+            if self.group_of[k] == own or item.cap or item.groups or item.together or item.conflicts:
+                continue
+            if self.conflicted_by[k]:
+                continue
+            mine = self._alone_cost(self.group_of[k], item.demand)
+            there = self._alone_cost(own, item.demand)
+            if mine >= DEAR_RATIO * there and (best is None or self.values[k] > self.values[best]):
+                best = k
+        return best
+
+    def _alone_cost(self, group: int, demand: tuple[int, ...]) -> float:
+        """The least a pod of `demand` costs on bins of a group, as a fraction of one bin (no mixing)."""
+        key = (group, demand)
+        found = self.alone_cache.get(key)
+        if found is None:
+            rooms, prices = self.group_rows[group]
+            found = min(
+                (
+                    price * max(d / r for d, r in zip(demand, room, strict=True) if d > 0)
+                    for room, price in zip(rooms, prices, strict=True)
+                    if all(r > 0 for d, r in zip(demand, room, strict=True) if d > 0)
+                ),
+                default=math.inf,
+            )
+            self.alone_cache[key] = found
+        return found
 
     def _seed(self, active: list[int], needed: int) -> int:
         if needed:
@@ -1026,7 +1071,15 @@ def pack(
     merged, members = _merge_identical(items)
     first = _Packer(merged, types, offers, limit_room, SLICES[0])
     bases = [first]
-    if first.capped and 0 < first._nodes_needed(list(range(len(merged)))) <= NODE_BY_NODE_UP_TO:
+    everything = list(range(len(merged)))
+    needed = first._nodes_needed(everything) if first.capped else 0
+    if needed and any(first._dear(k, everything) is not None for k in first.capped):
+        # much dearer uncapped pods (on-demand only, say): also try opening their nodes first, so the
+        # capped pods ride in their spare room instead of on forced nodes of their own
+        dear = first.fork(SLICES[0])
+        dear.dear_first = True
+        bases.append(dear)
+    elif 0 < needed <= NODE_BY_NODE_UP_TO:
         # few forced nodes: also try choosing each of them like any other node (node by node)
         bases.append(first.fork(SLICES[0], top_up=False))
     best: PackResult | None = None

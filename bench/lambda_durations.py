@@ -58,6 +58,7 @@ INSTANCE_TYPE = "m5.2xlarge"
 NODEPOOL = "general"
 NODE_CLASS = "default"
 PROVISIONER_FUNCTION = "longshore-demo-provisioner"
+PLANNER_FUNCTION = "longshore-demo-planner"
 
 
 class Context:
@@ -112,16 +113,18 @@ def _seed_aws_extras(session: Any, env: dict[str, str]) -> dict[str, str]:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("index.py", "def handler(event, context):\n    return {}\n")
-    session.client("lambda").create_function(
-        FunctionName=PROVISIONER_FUNCTION,
-        Runtime="python3.11",
-        Role=role,
-        Handler="index.handler",
-        Code={"ZipFile": buffer.getvalue()},
-    )
+    for name in (PROVISIONER_FUNCTION, PLANNER_FUNCTION):
+        session.client("lambda").create_function(
+            FunctionName=name,
+            Runtime="python3.11",
+            Role=role,
+            Handler="index.handler",
+            Code={"ZipFile": buffer.getvalue()},
+        )
     return {
         "LONGSHORE_DISRUPTION_STATE_MACHINE_ARN": arn,
         "LONGSHORE_PROVISIONER_FUNCTION_NAME": PROVISIONER_FUNCTION,
+        "LONGSHORE_PLANNER_FUNCTION_NAME": PLANNER_FUNCTION,
     }
 
 
@@ -403,7 +406,8 @@ def _cpu_model() -> str:
 
 
 def _measure_handlers(runs: int, nodes: list[dict[str, str]]) -> dict[str, Any]:
-    from longshore.handlers import interruption, planner, provisioner, workflow_steps
+    from longshore.adapters.events.admission import admission_review, function_url_event
+    from longshore.handlers import interruption, planner, provisioner, trigger, workflow_steps
 
     out: dict[str, Any] = {}
     schedule_event = {"source": "aws.events", "detail-type": "Scheduled Event"}
@@ -443,6 +447,17 @@ def _measure_handlers(runs: int, nodes: list[dict[str, str]]) -> dict[str, Any]:
     out["interruption_spot_warning"] = {**_summary(spot_runs[1:]), "cold_invocation_s": round(spot_runs[0], 3),
                                         "failures": sum(len(a.get("batchItemFailures", [])) for a in answers)}  # fmt: skip
 
+    # trigger: the admission webhook's function, one pod creation per request (one asynchronous invoke).
+    trigger_runs: list[float] = []
+    for index in range(runs + 1):
+        pod = {"metadata": {"name": f"web-{index}", "namespace": "default"}, "spec": {"containers": []}}
+        event = function_url_event(admission_review(f"bench-{index}", "CREATE", pod))
+        context = Context(f"trigger-{index}", lambda: 5.0)
+        seconds, answer = _timed(partial(trigger.handler, event, context))
+        trigger_runs.append(seconds)
+    out["trigger_pod_created"] = {**_summary(trigger_runs[1:]), "cold_invocation_s": round(trigger_runs[0], 3),
+                                  "status": answer.get("statusCode")}  # fmt: skip
+
     # workflow steps: taint, then one drain pass, on a different node each run (the first nodes).
     taints: list[float] = []
     drains: list[float] = []
@@ -479,8 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(f"{'handler (warm, 50 nodes, 1,000 pods)':44} {'median':>8} {'min':>8} {'max':>8} {'first':>8}")
-    for key in ("provisioner_pass", "planner_pass", "interruption_spot_warning", "workflow_taint",
-                "workflow_drain_pass"):  # fmt: skip
+    for key in ("provisioner_pass", "planner_pass", "interruption_spot_warning", "trigger_pod_created",
+                "workflow_taint", "workflow_drain_pass"):  # fmt: skip
         row = results[key]
         print(
             f"{key:44} {row['median_s']:8.3f} {row['min_s']:8.3f} {row['max_s']:8.3f} "

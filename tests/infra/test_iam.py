@@ -287,9 +287,7 @@ def test_the_trigger_function_may_only_invoke_the_provisioner_and_the_planner(sy
         for action in _actions(statement)
         if not action.startswith("logs:")
     }
-    functions = {
-        p["Handler"]: logical for logical, p in resources(template, "AWS::Lambda::Function").items()
-    }
+    functions = {p["Handler"]: logical for logical, p in resources(template, "AWS::Lambda::Function").items()}
     resources_granted = granted.pop("lambda:InvokeFunction")
     assert granted == {}, "nothing but logs and the invoke"
     targets = sorted(r["Fn::GetAtt"][0] for r in resources_granted)

@@ -4,29 +4,30 @@ Theory of operation. A scenario (`sim.scenario`) names a cluster config, the wor
 steps. The runner builds a `SimulatedWorld` (moto + simulated cluster + production adapters), creates the
 workloads, registers every step as a timer on the virtual clock, and then plays the *provisioner Lambda*:
 
-- Invocations follow the deployed shape: each runs `services.provisioner.run_invocation` with a deadline of
-  `lambda_timeout_s` (120 s, the stack's timeout) and stops starting passes `deadline_margin_s` before it; the
-  schedule's next event, queued behind the reserved concurrency of 1, starts the next invocation
-  `retry_gap_s` later. An invocation that crashes (an injected `SimulatedCrash`) dies on the spot, leaving its
-  lease to expire, exactly like a killed Lambda, and the next one starts `retry_gap_s` later.
-- Between passes that found nothing to do, the invocation waits `poll_s` (1 s) of virtual time, during which
-  the cluster's controllers, scheduler and kubelets run. When the world is *quiet* (no unbound pods, every
-  claim initialized, no instance without a claim), nothing a pass could do would change anything until the
-  next timer (a step, a boot, a grace period), so the runner ends the invocation and jumps the clock there,
-  keeping the invocation schedule's phase. That is what makes a 31-day scenario take seconds.
+- Invocations follow the deployed shape: one starts at every minute's schedule and at every trigger (the
+  admission webhook, `handlers.trigger`, run in process on the emulator's pod CREATE; the interruption
+  handler), each runs `services.provisioner.run_invocation` with a deadline of `lambda_timeout_s` (120 s,
+  the stack's timeout) and ends after its first quiet pass or `deadline_margin_s` before the deadline. An
+  invocation that crashes (an injected `SimulatedCrash`) dies on the spot, leaving its lease to expire,
+  exactly like a killed Lambda, and the next one starts `retry_gap_s` later.
+- Between passes the invocation waits `poll_s` (1 s) of virtual time, during which the cluster's
+  controllers, scheduler and kubelets run. After a quiet invocation, when the world itself is quiet (no
+  unbound pods, every claim initialized, no instance without a claim), every scheduled invocation before its
+  next change (a step, a boot, a grace period) would find nothing, so the runner skips to the first one
+  after it. That is what makes a 31-day scenario take seconds.
 
 The disruption side runs on the same clock, as deployed (see `sim.world` for the wiring):
 
-- *The planner* (`services.disruption.DisruptionService`): a pass every 10 s, the cadence `run_invocation`
-  gives back-to-back invocations, with the service kept between passes like a warm container. When a pass
-  changed nothing and every node it passed over was passed over for a reason only a change of the world can
-  lift (no cheaper option, a PDB at its limit, do-not-disrupt=true, a budget without schedule...), the next
-  pass is at the next instant time alone could change the answer (a node's expiry, a budget window opening or
-  closing, a do-not-disrupt duration ending, the service forgetting a start or a replacement it remembers), or
-  as soon as the world changes (any pod, node or PDB change, a
-  launch, a termination, a step): `PlannerCadence`. Reasons that say "not yet" (empty for 30 s of 60,
-  pods changed recently) keep the 10 s cadence. Up to 5 min after a new AMI release passes run every 10 s
-  (the planner re-reads the AMIs every 5 min).
+- *The planner* (`services.disruption.DisruptionService`), kept between passes like a warm container: a
+  pass, then another when `services.disruption.next_pass_at` asks for one (10 s after an action, a pending
+  re-validation, or the end of a `consolidateAfter` wait), as `run_invocation` does; otherwise the
+  invocation ends and the next pass is at the next minute's schedule, or at once when the admission webhook
+  reports a bound pod deleted (`PlannerCadence.trigger`). Scheduled passes that could not decide anything new
+  are skipped: when every node was passed over for a reason only a change of the world can lift (no cheaper
+  option, a PDB at its limit, do-not-disrupt=true...), the next pass is at the first schedule after the
+  next instant time alone could change the answer (a node's expiry, a budget window opening or closing, the
+  service forgetting a start it remembers) or after the world changes (any pod, node or PDB change, a
+  launch, a termination, a step): `PlannerCadence`.
 - *The workflows*: `StepFunctionsSimulator` executions wake on clock timers; their steps run in process.
 - *The interruption queue*: the runner polls it every second of virtual time while it holds messages (an
   idle queue is not polled: messages only arrive through scenario steps, which schedule the next poll), and
@@ -37,9 +38,9 @@ The disruption side runs on the same clock, as deployed (see `sim.world` for the
 Observations, all from outside the system under test: every CreateFleet request and launch (botocore hooks on
 the launcher's client), every termination, the pods' first Unschedulable and first Running instants (scanned
 after every reconcile of the simulated cluster), samples of nodes, pending and running pods and the cost per
-hour of the live instances, and the `sim.checker.RuleChecker`'s violations. At the end, the fluid LP bound of
-the pods then running (`sim.lp_bound`) is computed and `sim.report.summarise` builds the summary; the
-scenario's `expect` block is evaluated into `checks`.
+hour of the live instances, and the `sim.checker.RuleChecker`'s violations. At the end, the LP lower bounds
+(fluid and configuration) of the pods then running (`sim.lp_bound`) are computed, `sim.report.summarise`
+builds the summary, and the scenario's `expect` block is evaluated into `checks`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The disruption planner Lambda: every minute, planner passes every 10 s until shortly before the timeout.
+"""The disruption planner Lambda: every minute and by the trigger, planner passes while one is due.
 
-Theory of operation: EventBridge invokes the function once a minute. `handler` builds the production
+Theory of operation: EventBridge invokes the function once a minute, and the trigger function (the admission
+webhook) whenever a bound pod is deleted. `handler` builds the production
 `DisruptionService` once per container (`build_service`, from `RuntimeSettings`: the cluster config in SSM,
 the claim table, the EKS API through the kubernetes client, the disruption state machine, the EC2 launcher
 for replacements, the AMI resolver for drift) and runs `services.disruption.run_invocation`: one pass, then
-another every 10 s while the remaining time allows. The service keeps its pending consolidation decision in
+another whenever `next_pass_at` asks for one within the remaining time, and none after a quiet pass. The service keeps its pending consolidation decision in
 memory between passes and invocations of the same container; a cold start simply recomputes it.
 
 Everything the service decides is logged through Powertools `Logger` (decisions at INFO with their reason

@@ -1,9 +1,10 @@
-"""The provisioner Lambda: started every minute, provisioning passes until shortly before its timeout.
+"""The provisioner Lambda: started every minute and by the trigger, provisioning passes until a quiet one.
 
-Theory of operation: EventBridge invokes the function once a minute (reserved concurrency 1). `handler` gets
+Theory of operation: EventBridge invokes the function once a minute, and the trigger function (the admission
+webhook) when an unbound pod is created; reserved concurrency 1. `handler` gets
 the container's `ProvisionerRuntime` (built once per cold start by `build_runtime`, rebuilt only when the
 cluster config in SSM changes), makes a `ProvisionerService` whose lease owner is the invocation's request id,
-and runs `services.provisioner.run_invocation`: passes until `deadline_margin_s` before
+and runs `services.provisioner.run_invocation`: passes until one is quiet or `deadline_margin_s` before
 `context.get_remaining_time_in_millis()` runs out, sleeping `poll_s` between passes that found nothing to do,
 then releasing the lease so the next invocation need not wait for it to expire.
 
@@ -144,7 +145,7 @@ def runtime() -> ProvisionerRuntime:
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """EventBridge schedule entry point: run provisioner passes until shortly before the timeout."""
+    """Schedule and trigger entry point: run provisioner passes until a quiet one (or the deadline)."""
     current = runtime()
     service = current.service(owner=context.aws_request_id)
 

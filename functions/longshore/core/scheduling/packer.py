@@ -62,6 +62,7 @@ FORCED_TRIALS = 100  # candidate types tried for a round of nodes a capped item 
 _PRICE_VERSIONS = itertools.count()  # unique per set of resource prices, across packers
 FORCED_SLACK = 0.02
 DEAR_RATIO = 1.5
+SWAP_ROUNDS = 64  # single-pod swaps tried on each chosen node
 MERGE_WORTH = 0.75  # merge interchangeable items only when that leaves at most this share of them
 NODE_BY_NODE_UP_TO = 100  # with at most this many forced nodes, also try choosing them one by one  # among forced nodes this close to the best value per price, the cheapest wins
 
@@ -497,6 +498,7 @@ class _Packer:
         if best is None:
             return []
         _, _, cand, fill = best
+        fill = self._swap_up(cand, fill, active, shares)
         full = min(self.remaining[k] // count for k, count in fill.items())
         if any(self.items[k].together for k in fill):
             return [PackedNode(cand.offer, tuple(sorted(fill.items())), 1)]
@@ -520,6 +522,57 @@ class _Packer:
             key = tuple(sorted(contents))
             patterns[key] = patterns.get(key, 0) + 1
         return [PackedNode(cand.offer, contents, count) for contents, count in patterns.items() if contents]
+
+    def _swap_up(
+        self, cand: _Candidate, fill: dict[int, int], active: list[int], shares: list[int]
+    ) -> dict[int, int]:
+        """Improve the chosen node's contents by single swaps: one pod out, one more valuable pod of an
+        item the node accepts in, while it fits (the slice keeps every node's mix close to what is left,
+        which can cost a whole pod slot on big nodes: 6 + 1 pods of two shapes where 7 of one fit)."""
+        items = self.items
+        values = self.values
+        if any(items[k].cap or items[k].groups or items[k].together or items[k].conflicts for k in fill):
+            return fill
+        room = self.types[cand.type_index].room
+        fill = dict(fill)
+        residual = list(room)
+        for k, count in fill.items():
+            for r, amount in enumerate(items[k].demand):
+                residual[r] -= amount * count
+        takers = sorted(
+            (
+                k
+                for k in active
+                if cand.groups >> self.group_of[k] & 1
+                and not (items[k].cap or items[k].groups or items[k].together or items[k].conflicts)
+                and not self.conflicted_by[k]
+            ),
+            key=lambda k: -values[k],
+        )
+        for _ in range(SWAP_ROUNDS):
+            swapped = False
+            for out in sorted(fill, key=lambda k: values[k]):
+                gone = items[out].demand
+                for j in takers:
+                    if values[j] <= values[out] * (1 + 1e-9):
+                        break
+                    if fill.get(j, 0) >= min(self.remaining[j], shares[j]):
+                        continue
+                    need = items[j].demand
+                    if all(f + g >= n for f, g, n in zip(residual, gone, need, strict=True)):
+                        for r in range(len(residual)):
+                            residual[r] += gone[r] - need[r]
+                        fill[out] -= 1
+                        if not fill[out]:
+                            del fill[out]
+                        fill[j] = fill.get(j, 0) + 1
+                        swapped = True
+                        break
+                if swapped:
+                    break
+            if not swapped:
+                break
+        return fill
 
     # --- nodes that must exist: capped seeds, topped up with filler pods ------------------------------------
     def _forced_nodes(self, seed: int, active: list[int], needed: int) -> list[PackedNode]:

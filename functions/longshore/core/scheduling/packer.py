@@ -167,7 +167,7 @@ class _Packer:
         self.table_cache: dict[tuple[float, ...], list[float]] = {}
         self.candidate_types = sorted({c.type_index for c in self.candidates})
         self.skew_cache: dict[int, tuple[list[int], dict[int, float]]] = {}
-        self.alone_cache: dict[tuple[int, tuple[int, ...]], float] = {}
+        self.unit_prices: list[list[float]] = []  # per group, the cheapest price per unit of each resource
         self.initial_prices = self._group_prices()
         self.holding_cache: dict[tuple[int, tuple[int, ...]], list[_Candidate]] = {}
         self.prices = self.initial_prices
@@ -416,21 +416,21 @@ class _Packer:
         return best
 
     def _alone_cost(self, group: int, demand: tuple[int, ...]) -> float:
-        """The least a pod of `demand` costs on bins of a group, as a fraction of one bin (no mixing)."""
-        key = (group, demand)
-        found = self.alone_cache.get(key)
-        if found is None:
-            rooms, prices = self.group_rows[group]
-            found = min(
-                (
-                    price * max(d / r for d, r in zip(demand, room, strict=True) if d > 0)
-                    for room, price in zip(rooms, prices, strict=True)
-                    if all(r > 0 for d, r in zip(demand, room, strict=True) if d > 0)
-                ),
-                default=math.inf,
-            )
-            self.alone_cache[key] = found
-        return found
+        """A cheap lower bound on what a pod of `demand` costs in a group: its costliest resource at the
+        group's cheapest price per unit of that resource (unit prices computed once per group)."""
+        if not self.unit_prices:
+            self.unit_prices = [
+                [
+                    min(
+                        (price / room[r] for room, price in zip(rooms, prices, strict=True) if room[r] > 0),
+                        default=math.inf,
+                    )
+                    for r in range(self.dims)
+                ]
+                for rooms, prices in self.group_rows
+            ]
+        units = self.unit_prices[group]
+        return max((d * u for d, u in zip(demand, units, strict=True) if d > 0), default=0.0)
 
     def _seed(self, active: list[int], needed: int) -> int:
         if needed:
@@ -1126,7 +1126,8 @@ def pack(
     bases = [first]
     everything = list(range(len(merged)))
     needed = first._nodes_needed(everything) if first.capped else 0
-    if needed and any(first._dear(k, everything) is not None for k in first.capped):
+    seed_groups = {first.group_of[k]: k for k in first.capped}  # whether an item is dear depends on the group
+    if needed and any(first._dear(k, everything) is not None for k in seed_groups.values()):
         # much dearer uncapped pods (on-demand only, say): also try opening their nodes first, so the
         # capped pods ride in their spare room instead of on forced nodes of their own
         dear = first.fork(SLICES[0])

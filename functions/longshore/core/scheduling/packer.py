@@ -624,6 +624,7 @@ class _Packer:
             )
         options.sort(key=lambda c: (-c.bound, c.price))
         left = list(self.remaining)
+        ranked: dict[int, tuple[list[int], list[int]]] = {}
         trials: list[tuple[float, float, _Candidate]] = []
         tried = 0
         top = 0.0  # the best trial score so far
@@ -637,7 +638,7 @@ class _Packer:
                 cand,
                 seed,
                 per_node,
-                self._fill_order(cand, fillers_of[cand.groups]),
+                self._fill_order(cand, fillers_of[cand.groups], ranked),
                 list(left),
                 budget_of[cand.groups],
             )
@@ -653,7 +654,7 @@ class _Packer:
         cand = min((t for t in trials if t[0] >= good), key=lambda t: (t[2].price, -t[1]))[2]
         while rounds > 1 and not self._within_limits(cand.type_index, rounds):
             rounds -= 1
-        order = self._fill_order(cand, fillers_of[cand.groups])
+        order = self._fill_order(cand, fillers_of[cand.groups], ranked)
         patterns: dict[tuple[tuple[int, int], ...], int] = {}
         for _ in range(rounds):
             take = min(per_node, left[seed])
@@ -664,22 +665,22 @@ class _Packer:
             patterns[key] = patterns.get(key, 0) + 1
         return [PackedNode(cand.offer, contents, count) for contents, count in patterns.items()]
 
-    def _fill_order(self, cand: _Candidate, fillers: list[int]) -> _FillOrder:
+    def _fill_order(
+        self, cand: _Candidate, fillers: list[int], ranked: dict[int, tuple[list[int], list[int]]]
+    ) -> _FillOrder:
         """The fillers by cpu:memory skew against the bin's own shape, by value, and the smallest request
-        per dimension: computed once per round and bin, shared by every node of the round."""
-        room = self.types[cand.type_index].room
-        inv = [1.0 / r if r > 0 else 0.0 for r in room]
-        live = [k for k in fillers if self.remaining[k] > 0]
-        skew = {
-            k: self.items[k].demand[MEMORY] * inv[MEMORY] - self.items[k].demand[CPU] * inv[CPU] for k in live
-        }
-        smallest = [min((self.items[k].demand[r] for k in live), default=0) for r in range(self.dims)]
-        return (
-            sorted(live, key=lambda k: skew[k]),
-            skew,
-            sorted(live, key=lambda k: -self.values[k]),
-            smallest,
-        )
+        per dimension: computed once per round and bin, shared by every node of the round. `ranked` memoises
+        the parts that do not depend on the bin (by value, smallest) per set of groups."""
+        found = ranked.get(cand.groups)
+        if found is None:
+            live = [k for k in fillers if self.remaining[k] > 0]
+            smallest = [min((self.items[k].demand[r] for k in live), default=0) for r in range(self.dims)]
+            found = (sorted(live, key=lambda k: -self.values[k]), smallest)
+            ranked[cand.groups] = found
+        by_value, smallest = found
+        chosen = set(by_value)
+        order, skew = self._skew_order(cand.type_index)
+        return ([k for k in order if k in chosen], skew, by_value, smallest)
 
     def _holding(self, group: int, load: tuple[int, ...]) -> list[_Candidate]:
         """The bins that serve `group` and hold `load` (memoised: forced rounds repeat them)."""

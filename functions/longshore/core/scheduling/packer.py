@@ -613,10 +613,15 @@ class _Packer:
         for groups, fillers in fillers_of.items():
             budget_of[groups] = sum(self.remaining[k] * self.values[k] for k in fillers) / needed
         version = self.price_version
+        tables_of: dict[int, list[list[float]]] = {}
         for cand in options:
             available = seed_value + budget_of[cand.groups]
             if cand.valued_at != version:
-                cand.capacity = self._capacity_value(cand.type_index, cand.groups)
+                tables = tables_of.get(cand.groups)
+                if tables is None:
+                    tables = tables_of[cand.groups] = self._tables(cand.groups)
+                t = cand.type_index
+                cand.capacity = max(table[t] for table in tables) if len(tables) > 1 else tables[0][t]
                 cand.valued_at = version
             capacity = cand.capacity
             cand.bound = (
@@ -766,15 +771,19 @@ class _Packer:
         return taken
 
     def _capacity_value(self, type_index: int, groups: int) -> float:
-        """An upper bound on the value a node of a type can hold: the best group's LP value of its room.
+        """An upper bound on the value a node of a type can hold: the best group's LP value of its room."""
+        return max(table[type_index] for table in self._tables(groups))
 
-        Each group's value of every type's room is computed once per set of prices (a table per group)."""
+    def _tables(self, groups: int) -> list[list[float]]:
+        """For each group in `groups`, the LP value of every type's room at that group's current prices.
+
+        Each table is computed once per set of prices and shared by forks (`table_cache`)."""
         bits = self.bits_of.get(groups)
         if bits is None:
             bits = tuple(g for g in range(len(self.group_masks)) if groups >> g & 1)
             self.bits_of[groups] = bits
-        best = 0.0
-        for position, g in enumerate(bits):
+        found = []
+        for g in bits:
             table = self.type_values[g]
             if table is None:
                 prices = self.prices[g]
@@ -785,10 +794,8 @@ class _Packer:
                         table[t] = sum(map(operator.mul, prices, self.types[t].room))
                     self.table_cache[prices] = table
                 self.type_values[g] = table
-            value = table[type_index]
-            if position == 0 or value > best:
-                best = value
-        return best
+            found.append(table)
+        return found
 
     def _shares(self, active: list[int], needed: int, seed: int) -> list[int]:
         big = 1 << 60

@@ -62,6 +62,7 @@ FORCED_TRIALS = 100  # candidate types tried for a round of nodes a capped item 
 _PRICE_VERSIONS = itertools.count()  # unique per set of resource prices, across packers
 FORCED_SLACK = 0.02
 DEAR_RATIO = 1.5
+GREEDY_SEED_TRIES = 8  # the best bins of a decision also try the seed alone before the rest
 SWAP_ROUNDS = 64  # single-pod swaps tried on each chosen node
 MERGE_WORTH = 0.75  # merge interchangeable items only when that leaves at most this share of them
 NODE_BY_NODE_UP_TO = 100  # with at most this many forced nodes, also try choosing them one by one  # among forced nodes this close to the best value per price, the cheapest wins
@@ -481,12 +482,10 @@ class _Packer:
         by_value = sorted(active, key=lambda j: -self.values[j])
         budget = max(MIN_EVALUATIONS, ITEM_VISITS // max(1, len(active)))
         best: tuple[float, float, _Candidate, dict[int, int]] | None = None
-        for evaluated, cand in enumerate(options):
-            if best is not None and (cand.bound < best[0] * (1 + 1e-9) or evaluated >= budget):
-                break
-            fill = self._fill(cand, seed, active, shares, by_value)
-            if not fill:
-                continue
+        scored: list[tuple[float, int, _Candidate]] = []
+
+        def consider(cand: _Candidate, fill: dict[int, int]) -> None:
+            nonlocal best
             value = sum(self.values[k] * count for k, count in fill.items())
             score = value / cand.price if cand.price > 0 else math.inf
             if (
@@ -495,8 +494,24 @@ class _Packer:
                 or (score >= best[0] * (1 - 1e-9) and value > best[1])
             ):
                 best = (score, value, cand, fill)
+            scored.append((score, len(scored), cand))
+
+        for evaluated, cand in enumerate(options):
+            if best is not None and (cand.bound < best[0] * (1 + 1e-9) or evaluated >= budget):
+                break
+            fill = self._fill(cand, seed, active, shares, by_value)
+            if fill:
+                consider(cand, fill)
         if best is None:
             return []
+        if self.slice > 0 and GREEDY_SEED_TRIES:
+            # the slice mixes what is left into every node, which can cost a whole pod on big nodes
+            # (6 + 1 pods of two shapes where 7 of the seed fit): the best bins also try the seed alone first
+            scored.sort(key=lambda row: (-row[0], row[1]))
+            for _, _, cand in scored[:GREEDY_SEED_TRIES]:
+                fill = self._fill(cand, seed, active, shares, by_value, greedy_seed=True)
+                if fill:
+                    consider(cand, fill)
         _, _, cand, fill = best
         fill = self._swap_up(cand, fill, active, shares)
         full = min(self.remaining[k] // count for k, count in fill.items())
@@ -531,7 +546,7 @@ class _Packer:
         which can cost a whole pod slot on big nodes: 6 + 1 pods of two shapes where 7 of one fit)."""
         items = self.items
         values = self.values
-        if any(items[k].cap or items[k].groups or items[k].together or items[k].conflicts for k in fill):
+        if any(items[k].together for k in fill):
             return fill
         room = self.types[cand.type_index].room
         fill = dict(fill)
@@ -549,9 +564,16 @@ class _Packer:
             ),
             key=lambda k: -values[k],
         )
+        movable = [  # capped and conflicting pods stay: their caps and conflicts are the node's business
+            k
+            for k in fill
+            if not (items[k].cap or items[k].groups or items[k].conflicts or self.conflicted_by[k])
+        ]
+        if not movable:
+            return fill
         for _ in range(SWAP_ROUNDS):
             swapped = False
-            for out in sorted(fill, key=lambda k: values[k]):
+            for out in sorted((k for k in fill if k in movable), key=lambda k: values[k]):
                 gone = items[out].demand
                 for j in takers:
                     if values[j] <= values[out] * (1 + 1e-9):
@@ -828,7 +850,13 @@ class _Packer:
         return found
 
     def _fill(
-        self, cand: _Candidate, seed: int, active: list[int], shares: list[int], by_value: list[int]
+        self,
+        cand: _Candidate,
+        seed: int,
+        active: list[int],
+        shares: list[int],
+        by_value: list[int],
+        greedy_seed: bool = False,
     ) -> dict[int, int]:
         """One node of `cand` around the seed; `by_value` is `active` by decreasing value."""
         room = self.types[cand.type_index].room
@@ -864,7 +892,7 @@ class _Packer:
         if items[seed].together and seed_take < self.remaining[seed]:
             # all of it must share this node: only acceptable when this is the biggest node we can get
             pass
-        if items[seed].cap or items[seed].groups or items[seed].together:
+        if items[seed].cap or items[seed].groups or items[seed].together or greedy_seed:
             add(seed, seed_take)
         else:
             add(seed, 1)
@@ -880,7 +908,8 @@ class _Packer:
         everyone = eligible
         own = self.group_of[seed]
         eligible = [k for k in eligible if self.group_of[k] == own] or eligible
-        self._slice(eligible, residual, take_limit, add)
+        if not greedy_seed:
+            self._slice(eligible, residual, take_limit, add)
         inv = [1.0 / r if r > 0 else 0.0 for r in room]
         order, skew = self._skew_order(cand.type_index)
         chosen = set(eligible)

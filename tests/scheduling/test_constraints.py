@@ -268,3 +268,25 @@ def test_json_schema_has_the_documented_fields():
     }
     assert isinstance(claim["allocatable"]["memory"], str)
     assert document["cost_per_hour"] == round(sum(c["price_per_hour"] for c in document["nodeclaims"]), 6)
+
+
+def test_a_pool_limit_that_strands_part_of_a_zone_spread_does_not_leave_the_skew_broken():
+    # found by the Hypothesis property: the split pins app1 to zones a (2) and b (1); the cpu limit (three
+    # 8-vCPU nodes) strands the zone-b pod, and two app1 pods in zone a against none in zone b is skew 2
+    types = catalog(
+        instance_type("m5.large", vcpus=2, memory_gib=8, price=0.096, zones=ZONES[:2], spot_price=0.04),
+        instance_type("m5.2xlarge", vcpus=8, memory_gib=32, price=0.384, zones=ZONES[:2], spot_price=0.15),
+    )
+    pods = [
+        pod(
+            f"app{a}-{i}", cpu="3", memory="128Mi", labels={"app": f"app{a}"}, spread=[zone_spread(f"app{a}")]
+        )
+        for a, count in ((0, 4), (1, 3))
+        for i in range(count)
+    ]
+    limited = pool(requirements=[req(wk.CAPACITY_TYPE, "In", "on-demand", "spot")], limits={"cpu": "24"})
+    _, plan = run(pods, [limited], the_catalog=types)  # `run` asserts the checker finds nothing
+    stranded = dict(plan.unschedulable)
+    assert len(stranded) == 2
+    assert any("above the skew" in reason for reason in stranded.values())
+    assert sum(len(c.pods) for c in plan.new_claims) == 5

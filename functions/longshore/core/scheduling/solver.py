@@ -37,7 +37,7 @@ from __future__ import annotations
 import heapq
 import operator
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from longshore.core import labels as wk
 from longshore.core.catalog import Offering
@@ -1106,6 +1106,8 @@ class _Solver:
         self._place_on_nodes(units, self.nodes)
         self._place_on_nodes(units, self.in_flight)
         self._launch(units)
+        if self.unschedulable:
+            self._repair_spreads(classes)
         existing = tuple(
             ExistingPlacement(state.node.name, tuple(state.placed), state.node.in_flight)
             for state in (*self.nodes, *self.in_flight)
@@ -1114,6 +1116,82 @@ class _Solver:
         order = {pod.key: index for index, pod in enumerate(self.inp.pods)}
         unschedulable = tuple(sorted(self.unschedulable, key=lambda row: order.get(row[0], 0)))
         return Plan(tuple(self.claims), existing, unschedulable)
+
+    def _repair_spreads(self, classes: list[_Class]) -> None:
+        """Take pods back off new claims where a spread split left its skew broken.
+
+        Domain spreads are split into per-domain quotas up front; when a pool limit (or no fitting type)
+        then strands part of one domain's quota, the other domains end up ahead by more than maxSkew and
+        kube-scheduler would refuse those pods. Only then (some pod is unschedulable), count every node's
+        matching pods per domain as the final state will, and take one offending pod off a new claim at a
+        time until every such spread holds (claims left empty are dropped)."""
+        checks = [
+            (cls, spread)
+            for cls in classes
+            if cls.variant is not None
+            for spread in cls.variant.spreads
+            if spread.topology_key != HOSTNAME and spread.when_unsatisfiable == "DoNotSchedule"
+        ]
+        if not checks:
+            return
+        by_key = {pod.key: pod for pod in self.inp.pods}
+        repaired = True
+        while repaired:
+            repaired = False
+            hosts: list[tuple[dict[str, str], list[Pod], int]] = []  # (labels, pods, claim index or -1)
+            for state in (*self.nodes, *self.in_flight):
+                running = [p for p in state.pods if p.counts_for_topology()]
+                hosts.append((state.labels, running + [by_key[k] for k in state.placed], -1))
+            for index, claim in enumerate(self.claims):
+                labels = {
+                    **dict(claim.labels),
+                    wk.ZONE: claim.zone,
+                    wk.CAPACITY_TYPE: claim.capacity_type,
+                    HOSTNAME: claim.name,
+                }
+                hosts.append((labels, [by_key[k] for k in claim.pods], index))
+            for cls, spread in checks:
+                owner, key = cls.example, spread.topology_key
+                counts = {
+                    labels[key]: 0 for labels, _, _ in hosts if key in labels and _daemon_matches(owner, labels)
+                }
+                for labels, pods, _ in hosts:
+                    value = labels.get(key)
+                    if value in counts:
+                        counts[value] += sum(
+                            1 for p in pods if _spread_matches(owner, spread, p.label_map(), p.namespace)
+                        )
+                few = spread.min_domains is not None and len(counts) < spread.min_domains
+                floor = 0 if few else min(counts.values(), default=0)
+                mine = {p.key for p in cls.pods}
+                for labels, pods, index in hosts:
+                    value = labels.get(key)
+                    if index < 0 or value not in counts or counts[value] - floor <= spread.max_skew:
+                        continue
+                    victim = next((p for p in reversed(pods) if p.key in mine), None)
+                    if victim is None:
+                        continue
+                    self._take_off(index, victim, cls.requests)
+                    self.unschedulable.append(
+                        (
+                            victim.key,
+                            f"topology spread on {key} (maxSkew {spread.max_skew}): pods of the spread "
+                            "that could not be placed elsewhere leave this one above the skew",
+                        )
+                    )
+                    repaired = True
+                    break
+                if repaired:
+                    break
+        self.claims = [claim for claim in self.claims if claim.pods]
+
+    def _take_off(self, index: int, pod: Pod, requests: Resources) -> None:
+        claim = self.claims[index]
+        self.claims[index] = replace(
+            claim,
+            pods=tuple(k for k in claim.pods if k != pod.key),
+            requests=(claim.requests - requests).clamp_non_negative(),
+        )
 
 
 def _offering_requirements(fallback: tuple[OfferingOption, ...]) -> tuple[Requirements, tuple[str, ...]]:

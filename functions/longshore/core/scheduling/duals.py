@@ -12,7 +12,8 @@ so a textbook primal simplex on the dual starts from the slack basis. We keep th
 solve takes a handful of pivots. `pi . d` is then the fluid cost of a pod with requests d: the packer uses
 it as the pod's value, so "value packed / price" measures how close a node comes to the LP optimum, and
 the LP bound of the whole batch is `D . pi`. Resources are scaled by their total demand for stability.
-Pure Python, no dependencies; Bland's rule keeps it from cycling.
+Pure Python, no dependencies; Bland's rule keeps it from cycling. `ResourcePricer` solves the same dual for
+a fixed set of bin types again and again as the demand shrinks, each time from the previous optimal basis.
 """
 
 from __future__ import annotations

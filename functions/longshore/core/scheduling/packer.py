@@ -12,7 +12,8 @@ is a list of node patterns, each replicated some number of times.
 1. *Compatibility groups.* Items with the same offer mask form a group; for every instance type and every
    set of groups an offer of it serves, only the cheapest such offer matters (the "effective bins" of the
    LP recipe in reference/performance.md §2.2; dominated ones are dropped).
-2. *Values.* Per group, the fluid LP's dual (`duals.resource_prices`) prices cpu, memory and pod slots;
+2. *Values.* Per group, the fluid LP's dual (`duals.ResourcePricer`, warm-started from the previous
+   solve's basis as the demand shrinks) prices cpu, memory and pod slots;
    an item's value is its fluid cost `pi . d`. "Value packed ÷ price" of a node is then its efficiency
    against the LP optimum (1.0 = as good as the bound), which makes nodes of different types, zones and
    capacity types comparable, and makes cost, not node count, the objective.
@@ -22,15 +23,23 @@ is a list of node patterns, each replicated some number of times.
    the nodes still needed), so every forced node is filled instead of the first ones taking everything and
    the rest running nearly empty. The round's bin is chosen by trial top-ups (value ÷ price; among bins
    within 2 % of the best, the cheapest). The fill order is computed once per round, so a round of R nodes
-   costs O(R × fillers touched), not R full searches. With at most 100 forced nodes the portfolio also
-   tries choosing them one by one like ordinary nodes (step 4), and keeps the cheaper plan.
+   costs O(R × fillers touched), not R full searches. The portfolio also tries one alternative: when some
+   uncapped items are much dearer in their own offers than the capped ones (on-demand-only pods next to
+   spot-friendly anti-affine ones: each group's cheapest price per unit of resource, 1.5× or more), their
+   nodes are opened first, so the capped pods ride in their spare room; otherwise, with at most 100 forced
+   nodes, choosing the forced nodes one by one like ordinary nodes (step 4). The cheaper plan is kept.
 4. *Bin-centric greedy with bulk replication.* Repeatedly pick a seed item (the largest value), evaluate
    candidate bins that can hold it in decreasing order of an upper bound on their efficiency (branch and
-   bound: stop when the bound cannot beat the best found), fill each candidate with a balanced greedy that
-   steers the node's residual cpu:memory shape back towards the node's own shape (so memory-heavy pods pair
-   with cpu-heavy ones instead of stranding a resource), and keep the best. The winning pattern is
-   replicated as many times as the remaining counts allow, so the work grows with patterns × candidates,
-   not with pods. Three slice shares run as a portfolio from the same forced nodes; the cheapest plan wins.
+   bound: stop when the bound cannot beat the best found), fill each candidate and keep the best. A fill
+   takes a proportional *slice* of what is left of the seed's own group (items with the same offers), then
+   balances the node's residual cpu:memory shape back towards the node's own shape with that group's most
+   cpu- or memory-heavy pods, then tops up with pods of any group it serves, by value. The slice keeps
+   every node's mix close to what is left, but on big nodes it can cost a whole pod (6 + 1 pods of two
+   shapes where 7 of the seed fit), so the 8 best bins also try a fill that takes as many seed pods as fit
+   first, and the chosen fill is improved by single-pod swaps towards more valuable pods that fit (capped
+   pods stay). The winning pattern is replicated as many times as the remaining counts allow, so the work
+   grows with patterns × candidates, not with pods. Three slice shares run as a portfolio from the same
+   forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins.
 5. *Downsizing and merging.* Each pattern is finally re-priced with the cheapest offer (any type, zone and
    capacity type all its items accept) that still holds it (ties keep the larger type: fewer nodes is never
    worse), and the cheapest small nodes are merged when one node costs no more.

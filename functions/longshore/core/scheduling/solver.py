@@ -1,6 +1,6 @@
 """The scheduler: place pending pods on existing nodes, in-flight claims, then new claims priced at least cost.
 
-Theory of operation. `solve(SchedulingInput) -> Plan` runs five phases over *pod classes* (identical pods
+Theory of operation. `solve(SchedulingInput) -> Plan` runs six phases over *pod classes* (identical pods
 grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
 
 1. *Variants.* Each class gets the strictest relaxation state (`podreqs.ladder`) that some existing node or
@@ -28,8 +28,16 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
    types at least as big (its claims' fallback list) cannot offer `minValues` distinct values; a pod only
    such types could hold is unschedulable with that reason.
 
+6. *Spread repair.* When some pod is unschedulable, a domain spread split in phase 2 may have lost part of
+   one domain's quota (a pool limit, no fitting type) and left the others ahead by more than maxSkew: the
+   final per-domain counts are recomputed and offending pods are taken back off their new claims, one at a
+   time, with a reason (claims left empty are dropped).
+
 Existing nodes are checked against the inverse anti-affinity of their own pods through an index by hostname,
-so filling 1,000 nodes does not rescan every placed pod per (node, class).
+so filling 1,000 nodes does not rescan every placed pod per (node, class). Counts of placed pods per domain
+are kept per selector and brought up to date incrementally; pool refusals, type compatibility (without the
+zone and capacity-type keys, which the offerings decide) and offer masks are memoised, so 1,000 pod classes
+cost little more than the packing itself.
 """
 
 from __future__ import annotations
@@ -1153,7 +1161,9 @@ class _Solver:
             for cls, spread in checks:
                 owner, key = cls.example, spread.topology_key
                 counts = {
-                    labels[key]: 0 for labels, _, _ in hosts if key in labels and _daemon_matches(owner, labels)
+                    labels[key]: 0
+                    for labels, _, _ in hosts
+                    if key in labels and _daemon_matches(owner, labels)
                 }
                 for labels, pods, _ in hosts:
                     value = labels.get(key)

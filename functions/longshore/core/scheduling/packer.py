@@ -793,12 +793,19 @@ class _Packer:
                     break
                 k = by_skew[low]
             add(k, max(1, min(take_limit(k), math.ceil(imbalance / skew[k]))))
+        if spent[0] >= budget or not all(map(operator.ge, residual, smallest)):
+            return taken
+        free_cpu, free_memory = residual[CPU], residual[MEMORY]
         for k in by_value:
-            if spent[0] >= budget or not all(map(operator.ge, residual, smallest)):
-                break
+            demand = items[k].demand
+            if left[k] <= 0 or demand[CPU] > free_cpu or demand[MEMORY] > free_memory:
+                continue  # what take_limit would say, without the call: most fillers no longer fit
             limit = take_limit(k)
             if limit > 0:
                 add(k, limit)
+                if spent[0] >= budget or not all(map(operator.ge, residual, smallest)):
+                    break
+                free_cpu, free_memory = residual[CPU], residual[MEMORY]
         return taken
 
     def _capacity_value(self, type_index: int, groups: int) -> float:

@@ -175,6 +175,7 @@ class _Packer:
         self.dual_cache: dict[tuple[int, tuple[float, ...]], tuple[float, ...]] = {}
         # resource prices -> the LP value of every candidate type's room at them; shared by forks too
         self.table_cache: dict[tuple[float, ...], list[float]] = {}
+        self.best_cache: dict[tuple[int, ...], list[float]] = {}  # per tuple of tables, the per-type best
         self.candidate_types = sorted({c.type_index for c in self.candidates})
         self.skew_cache: dict[int, tuple[list[int], dict[int, float]]] = {}
         self.unit_prices: list[list[float]] = []  # per group, the cheapest price per unit of each resource
@@ -644,15 +645,14 @@ class _Packer:
         for groups, fillers in fillers_of.items():
             budget_of[groups] = sum(self.remaining[k] * self.values[k] for k in fillers) / needed
         version = self.price_version
-        tables_of: dict[int, list[list[float]]] = {}
+        best_of: dict[int, list[float]] = {}
         for cand in options:
             available = seed_value + budget_of[cand.groups]
             if cand.valued_at != version:
-                tables = tables_of.get(cand.groups)
-                if tables is None:
-                    tables = tables_of[cand.groups] = self._tables(cand.groups)
-                t = cand.type_index
-                cand.capacity = max(table[t] for table in tables) if len(tables) > 1 else tables[0][t]
+                best = best_of.get(cand.groups)
+                if best is None:
+                    best = best_of[cand.groups] = self._best_table(cand.groups)
+                cand.capacity = best[cand.type_index]
                 cand.valued_at = version
             capacity = cand.capacity
             cand.bound = (
@@ -811,6 +811,18 @@ class _Packer:
     def _capacity_value(self, type_index: int, groups: int) -> float:
         """An upper bound on the value a node of a type can hold: the best group's LP value of its room."""
         return max(table[type_index] for table in self._tables(groups))
+
+    def _best_table(self, groups: int) -> list[float]:
+        """Per type, the best of `groups`' values of its room (memoised per set of tables, shared by forks)."""
+        tables = self._tables(groups)
+        if len(tables) == 1:
+            return tables[0]
+        key = tuple(id(table) for table in tables)  # tables live in `table_cache` for the whole pack
+        found = self.best_cache.get(key)
+        if found is None:
+            found = [max(values) for values in zip(*tables, strict=True)]
+            self.best_cache[key] = found
+        return found
 
     def _tables(self, groups: int) -> list[list[float]]:
         """For each group in `groups`, the LP value of every type's room at that group's current prices.

@@ -169,6 +169,7 @@ class _Solver:
         self._fitting_cache: dict[tuple[object, ...], bool] = {}
         self._tallies: dict[tuple[object, ...], tuple[int, dict[str, int]]] = {}
         self._refusals: dict[tuple[object, ...], str | None] = {}
+        self._claim_requirements: dict[tuple[object, ...], Requirements] = {}
 
     # --- setup --------------------------------------------------------------------------------------------
     def _record(self, placed: _Placed) -> None:
@@ -749,9 +750,12 @@ class _Solver:
             for index, option in enumerate(options)
         ]
         mask_cache: dict[Requirements, int] = {}
+        merged_of: dict[Requirements, Requirements] = {}
         items: list[Item] = []
         for unit in units:
-            merged = template.requirements.intersect(unit.requirements)
+            merged = merged_of.get(unit.requirements)
+            if merged is None:  # units pinned alike share their requirements: intersect once
+                merged = merged_of[unit.requirements] = template.requirements.intersect(unit.requirements)
             mask = mask_cache.get(merged)
             if mask is None:
                 serving = set(self._serving(template, merged))
@@ -1054,18 +1058,23 @@ class _Solver:
         narrowing: tuple[Requirements, tuple[str, ...]],
     ) -> None:
         pods: list[Pod] = []
-        requirements = template.requirements
         load = Resources()
         for k, count in contents:
             unit = units[k]
             taken, unit.pods = unit.pods[:count], unit.pods[count:]
             pods.extend(taken)
-            requirements = requirements.intersect(unit.requirements)
             load = load + unit.cls.requests.scale(len(taken))
         chosen = offers[offer_index]
         chosen_option = options[chosen.type_index]
         offered, type_names = narrowing
-        requirements = requirements.intersect(offered)
+        memo_key = (template.name, tuple(units[k].requirements for k, _ in contents), offered)
+        requirements = self._claim_requirements.get(memo_key)  # replicas of a pattern share them
+        if requirements is None:
+            requirements = template.requirements
+            for k, _ in contents:
+                requirements = requirements.intersect(units[k].requirements)
+            requirements = requirements.intersect(offered)
+            self._claim_requirements[memo_key] = requirements
         number = self.claim_counter.get(template.name, 0) + 1
         self.claim_counter[template.name] = number
         name = f"{template.name}-{number}"

@@ -32,11 +32,11 @@ from constructs import Construct
 from infra import bundling, naming
 from infra import iam as policies
 from infra.functions import FUNCTIONS, POWERTOOLS_LOG_LEVEL, Functions
-from infra.webhook import TriggerWebhook
 from infra.interruption import InterruptionQueue
 from infra.observability import Observability
 from infra.settings import LOG_RETENTION_DAYS, DeploymentSettings
 from infra.state_machines import StateMachines, WorkflowDefinitions
+from infra.webhook import TriggerWebhook
 from longshore.core import telemetry
 from longshore.core.model import ClusterConfig
 

@@ -111,8 +111,9 @@ def test_pinned_cli_synthesises_the_demo_cluster_offline_with_the_real_bundle(tm
     assert result.returncode == 0, result.stdout + result.stderr
     template = json.loads((out / "Longshore-demo.template.json").read_text())
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 4
-    (asset,) = {f["Metadata"]["aws:asset:path"] for f in functions}
+    assert len(functions) == 5  # provisioner, planner, interruption, steps, trigger
+    (asset,) = {f["Metadata"]["aws:asset:path"] for f in functions}  # one shared code asset
     assert (out / asset / "longshore" / "handlers" / "__init__.py").is_file()
+    assert (out / asset / "longshore" / "handlers" / "trigger.py").is_file()
     assert (out / asset / "kubernetes" / "client").is_dir()
     assert "AwsSolutions" not in result.stdout + result.stderr.replace("AwsSolutions--", "")

@@ -46,18 +46,7 @@ def resource_prices(
         if not candidates:
             break
         enter = min(candidates, key=lambda j: col_var[j])  # Bland
-        best_row = -1
-        best_ratio = 0.0
-        for i, row in enumerate(rows):
-            a = row[enter]
-            if a > _EPS:
-                ratio = rhs[i] / a
-                if (
-                    best_row < 0
-                    or ratio < best_ratio - _EPS
-                    or (abs(ratio - best_ratio) <= _EPS and row_var[i] < row_var[best_row])
-                ):
-                    best_row, best_ratio = i, ratio
+        best_row = _leaving_row(rows, rhs, row_var, enter)
         if best_row < 0:
             break  # unbounded: a demanded resource no bin offers; leave its price at what we have
         _pivot(rows, rhs, objective, best_row, enter)
@@ -70,6 +59,24 @@ def resource_prices(
     for position, r in enumerate(active):
         result[r] = values[position] / scale[r]
     return tuple(result)
+
+
+def _leaving_row(rows: list[list[float]], rhs: list[float], row_var: list[int], enter: int) -> int:
+    """The ratio test for entering column `enter`: the row that leaves (ties to the lowest variable id,
+    Bland's rule), or -1 when the column is unbounded."""
+    best_row = -1
+    best_ratio = 0.0
+    for i, row in enumerate(rows):
+        a = row[enter]
+        if a > _EPS:
+            ratio = rhs[i] / a
+            if (
+                best_row < 0
+                or ratio < best_ratio - _EPS
+                or (abs(ratio - best_ratio) <= _EPS and row_var[i] < row_var[best_row])
+            ):
+                best_row, best_ratio = i, ratio
+    return best_row
 
 
 def _pivot(rows: list[list[float]], rhs: list[float], objective: list[float], r: int, c: int) -> None:
@@ -135,18 +142,7 @@ class ResourcePricer:
             if not candidates:
                 break
             enter = min(candidates, key=lambda j: col_var[j])  # Bland
-            best_row = -1
-            best_ratio = 0.0
-            for i, row in enumerate(rows):
-                a = row[enter]
-                if a > _EPS:
-                    ratio = rhs[i] / a
-                    if (
-                        best_row < 0
-                        or ratio < best_ratio - _EPS
-                        or (abs(ratio - best_ratio) <= _EPS and row_var[i] < row_var[best_row])
-                    ):
-                        best_row, best_ratio = i, ratio
+            best_row = _leaving_row(rows, rhs, row_var, enter)
             if best_row < 0:
                 break  # unbounded: a demanded resource no bin offers; leave its price at what we have
             _pivot(rows, rhs, objective, best_row, enter)

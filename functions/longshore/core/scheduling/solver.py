@@ -48,7 +48,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from longshore.core import labels as wk
-from longshore.core.catalog import Offering
 from longshore.core.model import Taint
 from longshore.core.pods import Pod, PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
@@ -58,7 +57,13 @@ from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 from longshore.core.scheduling.packer import BinType, Item, Offer, pack
 from longshore.core.scheduling.plan import ClaimPlan, ExistingPlacement, OfferingOption, Plan
 from longshore.core.scheduling.podreqs import Variant, ladder, node_requirement_terms
-from longshore.core.scheduling.templates import POD_SLOT, NodeTemplate, TypeOption, build_templates
+from longshore.core.scheduling.templates import (
+    POD_SLOT,
+    NodeTemplate,
+    TypeOption,
+    build_templates,
+    offering_judge,
+)
 from longshore.core.taints import scheduling_taints, tolerates, untolerated_reason
 
 HOSTNAME = wk.HOSTNAME
@@ -330,15 +335,7 @@ class _Solver:
             if compatible is None:
                 compatible = [o.instance_type.requirements().compatible(placeless) for o in template.options]
                 self._compatible_cache[type_key] = compatible
-            places: dict[tuple[str, str, str | None], bool] = {}
-
-            def allowed(offering: Offering) -> bool:
-                place = (offering.zone, offering.capacity_type, offering.zone_id)
-                verdict = places.get(place)
-                if verdict is None:
-                    verdict = places[place] = offering.allowed_by(requirements)
-                return verdict
-
+            allowed = offering_judge(requirements)
             found = [
                 i
                 for i, o in enumerate(template.options)

@@ -13,6 +13,7 @@ first. Templates come out in the order the scheduler tries them: weight descendi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from longshore.core import labels as wk
@@ -141,15 +142,9 @@ def build_template(
     )
 
 
-def _compatible(
-    catalog: Catalog, requirements: Requirements
-) -> list[tuple[InstanceType, tuple[Offering, ...]]]:
-    """`catalog.compatible(requirements)` with each type's `compatible_offerings`, computed faster.
-
-    Compatibility is per key, and an allowed offering already implies the zone and capacity-type keys are
-    compatible, so types are tested against the requirements without those keys and each offering's
-    (zone, capacity type, zone id) is judged once, not once per offering (thousands share a handful)."""
-    placeless = requirements.without(wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID)
+def offering_judge(requirements: Requirements) -> Callable[[Offering], bool]:
+    """`offering.allowed_by(requirements)`, judged once per (zone, capacity type, zone id): thousands of
+    offerings share a handful of places."""
     places: dict[tuple[str, str, str | None], bool] = {}
 
     def allowed(offering: Offering) -> bool:
@@ -159,6 +154,19 @@ def _compatible(
             verdict = places[place] = offering.allowed_by(requirements)
         return verdict
 
+    return allowed
+
+
+def _compatible(
+    catalog: Catalog, requirements: Requirements
+) -> list[tuple[InstanceType, tuple[Offering, ...]]]:
+    """`catalog.compatible(requirements)` with each type's `compatible_offerings`, computed faster.
+
+    Compatibility is per key, and an allowed offering already implies the zone and capacity-type keys are
+    compatible, so types are tested against the requirements without those keys and each offering's
+    (zone, capacity type, zone id) is judged once, not once per offering (thousands share a handful)."""
+    placeless = requirements.without(wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID)
+    allowed = offering_judge(requirements)
     priced: list[tuple[float, str, InstanceType, tuple[Offering, ...]]] = []
     for instance_type in catalog:
         if not instance_type.requirements().compatible(placeless):

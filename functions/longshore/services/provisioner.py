@@ -33,12 +33,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final, Literal
 
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchResult, NodeClaim
+from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput, solve
@@ -461,13 +461,8 @@ def _fingerprint(
 
 
 def _age(pod: Pod, now: float) -> float:
-    if not pod.created_at:
-        return 0.0
-    try:
-        created = datetime.fromisoformat(pod.created_at.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
-    return now - created
+    created = parse_timestamp(pod.created_at)
+    return 0.0 if created is None else now - created
 
 
 def _first_types(types: tuple[str, ...]) -> str:

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
+from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig, Taint
 from longshore.core.pods import Pod, PodManifestError, pod_from_manifest
 from longshore.core.quantity import QuantityError
@@ -82,17 +82,7 @@ def unschedulable_condition(pod: Manifest) -> bool:
 
 def provisionable_manifest(pod: Manifest) -> bool:
     """`provisionable`, decided on the raw object without parsing the pod (what batching looks at each second)."""
-    spec = _field(pod, "spec")
-    status = _field(pod, "status")
-    meta = _meta(pod)
-    if spec.get("nodeName") or status.get("nominatedNodeName") or meta.get("deletionTimestamp"):
-        return False
-    if status.get("phase") in ("Succeeded", "Failed") or not unschedulable_condition(pod):
-        return False
-    if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
-        return False
-    owners = meta.get("ownerReferences") or ()
-    return not any(isinstance(o, Mapping) and o.get("kind") in ("DaemonSet", "Node") for o in owners)
+    return _may_need_a_node(pod) and unschedulable_condition(pod)
 
 
 def awaiting_verdict(pod: Manifest, now: float, window_s: float) -> bool:
@@ -102,6 +92,18 @@ def awaiting_verdict(pod: Manifest, now: float, window_s: float) -> bool:
     Pods of another scheduler, or held by scheduling gates, never get a verdict; the window keeps them from
     holding the provisioner's loop open forever.
     """
+    if not _may_need_a_node(pod):
+        return False
+    conditions = _field(pod, "status").get("conditions") or ()
+    if any(isinstance(c, Mapping) and c.get("type") == "PodScheduled" for c in conditions):
+        return False
+    created = parse_timestamp(_meta(pod).get("creationTimestamp"))
+    return created is None or now - created <= window_s
+
+
+def _may_need_a_node(pod: Manifest) -> bool:
+    """Unbound, not nominated, not being deleted, not finished, and not a pod that belongs to one node (mirror
+    or DaemonSet pods): a pod a new node could be for."""
     spec = _field(pod, "spec")
     status = _field(pod, "status")
     meta = _meta(pod)
@@ -109,23 +111,10 @@ def awaiting_verdict(pod: Manifest, now: float, window_s: float) -> bool:
         return False
     if status.get("phase") in ("Succeeded", "Failed"):
         return False
-    conditions = status.get("conditions") or ()
-    if any(isinstance(c, Mapping) and c.get("type") == "PodScheduled" for c in conditions):
+    if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
         return False
     owners = meta.get("ownerReferences") or ()
-    if any(isinstance(o, Mapping) and o.get("kind") in ("DaemonSet", "Node") for o in owners):
-        return False
-    created = _epoch(meta.get("creationTimestamp"))
-    return created is None or now - created <= window_s
-
-
-def _epoch(timestamp: object) -> float | None:
-    if not isinstance(timestamp, str) or not timestamp:
-        return None
-    try:
-        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    return not any(isinstance(o, Mapping) and o.get("kind") in ("DaemonSet", "Node") for o in owners)
 
 
 def pod_uid(pod: Manifest) -> str:

@@ -82,7 +82,10 @@ from longshore.sim.scenario import Scenario, ScenarioError, Step
 from longshore.sim.world import LAMBDA_TIMEOUT_S, SimulatedWorld, launched_instance_ids
 
 SCHEDULE_S = 60.0  # EventBridge starts the provisioner and the planner every minute
-PLANNER_MARGIN_S = 16.0  # handlers.planner.DEADLINE_MARGIN_S plus about one pass
+PLANNER_MARGIN_S = 16.0
+_TICK_EPS = (
+    1e-6  # "strictly after" on the schedule grid  # handlers.planner.DEADLINE_MARGIN_S plus about one pass
+)
 AMI_REFRESH_S = 300.0  # handlers.planner.IMAGE_REFRESH_S: how long the planner may keep old AMIs
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$")
@@ -178,7 +181,7 @@ class PlannerCadence:
 
     def _tick(self, at: float) -> float:
         """The first scheduled invocation (EventBridge, every minute) at or after `at`."""
-        return self.origin + math.ceil((at - self.origin) / SCHEDULE_S - 1e-9) * SCHEDULE_S
+        return scheduled_at_or_after(self.origin, at)
 
     def schedule(self, at: float) -> None:
         if self._timer is not None:
@@ -259,11 +262,11 @@ class PlannerCadence:
         wake = self._wake(report, now)
         if wake is None:
             self._skipping = False
-            self.schedule(self._tick(now + 1e-6))
+            self.schedule(self._tick(now + _TICK_EPS))
             return
         self._skipping = True
         self._fingerprint = self.fingerprint()
-        at = self._tick(min(max(wake, now + 1e-6), self.runner.end + SCHEDULE_S))
+        at = self._tick(min(max(wake, now + _TICK_EPS), self.runner.end + SCHEDULE_S))
         self.skipped_until.append((now, at))
         self.schedule(at)
 
@@ -452,7 +455,7 @@ class ScenarioRunner:
 
     def _tick(self, at: float) -> float:
         """The first scheduled invocation (EventBridge, every minute) strictly after `at`."""
-        return self.start + (math.floor((at - self.start) / SCHEDULE_S + 1e-9) + 1) * SCHEDULE_S
+        return scheduled_at_or_after(self.start, at + _TICK_EPS)
 
     # -- waiting and quiet --------------------------------------------------------------------------------------
 
@@ -1060,6 +1063,11 @@ def retime(event: JSON, now: float) -> JSON:
         return value
 
     return move(event)
+
+
+def scheduled_at_or_after(origin: float, at: float) -> float:
+    """The first instant of the every-minute schedule that started at `origin` at or after `at`."""
+    return origin + math.ceil((at - origin) / SCHEDULE_S - 1e-9) * SCHEDULE_S
 
 
 def _remaining(deadline: float, now: Callable[[], float]) -> float:

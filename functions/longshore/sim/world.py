@@ -424,21 +424,13 @@ class SimulatedWorld:
         self.webhook_calls += 1
         uid = f"admission-{self.webhook_calls}"
         event = function_url_event(admission_review(uid, operation, obj, old))
-        world = self
-
-        class _Counted:
-            def __init__(self, target: str, fire: Callable[[str], None]) -> None:
-                self.target, self.fire = target, fire
-
-            def trigger(self, reason: str) -> None:
-                world.webhook_triggers[self.target] = world.webhook_triggers.get(self.target, 0) + 1
-                self.fire(reason)
-
         response = process(
             event,
             {
-                PROVISIONER: _Counted(PROVISIONER, self._webhook_provisioner_trigger),
-                PLANNER: _Counted(PLANNER, self._planner_trigger),
+                PROVISIONER: _CountedTrigger(
+                    PROVISIONER, self._webhook_provisioner_trigger, self.webhook_triggers
+                ),
+                PLANNER: _CountedTrigger(PLANNER, self._planner_trigger, self.webhook_triggers),
             },
         )
         if response.get("statusCode") != 200:
@@ -589,3 +581,14 @@ def launched_instance_ids(parsed: dict[str, Any]) -> Iterable[str]:
     """Instance ids in a CreateFleet answer."""
     for entry in parsed.get("Instances") or []:
         yield from (str(i) for i in entry.get("InstanceIds") or [])
+
+
+class _CountedTrigger:
+    """`ports.triggers.Trigger` for the simulated webhook: counts the triggers per target, then fires."""
+
+    def __init__(self, target: str, fire: Callable[[str], None], counts: dict[str, int]) -> None:
+        self.target, self.fire, self.counts = target, fire, counts
+
+    def trigger(self, reason: str) -> None:
+        self.counts[self.target] = self.counts.get(self.target, 0) + 1
+        self.fire(reason)

@@ -20,20 +20,10 @@ from longshore.sim.stepfunctions import (
     steps_invoker,
 )
 from longshore.workflow.steps import WorkflowLimits
-from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world
+from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world, run_clock
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:test"
-
-
-def run_clock(clock: VirtualClock, simulator: StepFunctionsSimulator, *, limit_s: float = 48 * 3600) -> None:
-    """Advance the clock from timer to timer until no execution runs (or the virtual limit passes)."""
-    end = clock.now() + limit_s
-    while simulator.running():
-        due = clock.next_due()
-        if due is None or due > end:
-            break
-        clock.advance_to(due)
 
 
 @pytest.fixture

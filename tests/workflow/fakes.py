@@ -23,6 +23,7 @@ from longshore.core.claims import CloudInstance, NodeClaim, provider_id
 from longshore.core.drain import parse_timestamp
 from longshore.ports.kube import ClusterUnavailableError, EvictionResult, KubeEvent, Manifest, NodePatch
 from longshore.sim.clock import VirtualClock
+from longshore.sim.stepfunctions import StepFunctionsSimulator
 from longshore.workflow.steps import StepPorts, WorkflowLimits
 
 CLUSTER = "demo-cluster"
@@ -459,3 +460,13 @@ def new_world(start: float = START) -> World:
     clock = VirtualClock(start)
     claims = MemoryClaimStore()
     return World(clock, FakeCluster(clock), claims, FakeInstances(clock), FakeReplacements(clock, claims))
+
+
+def run_clock(clock: VirtualClock, simulator: StepFunctionsSimulator, *, limit_s: float = 48 * 3600) -> None:
+    """Advance the clock from timer to timer until no execution runs (or the virtual limit passes)."""
+    end = clock.now() + limit_s
+    while simulator.running():
+        due = clock.next_due()
+        if due is None or due > end:
+            break
+        clock.advance_to(due)

@@ -12,9 +12,8 @@ from __future__ import annotations
 import pytest
 
 from longshore.core.commands import DisruptionCommand
-from longshore.sim.clock import VirtualClock
 from longshore.sim.stepfunctions import Execution, SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
-from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world
+from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world, run_clock
 
 RECLAIM_NOTICE_S = 120.0
 
@@ -30,16 +29,6 @@ def world() -> World:
     w.cluster.add_pod(make_pod("db-0", "n1", labels={"app": "db"}, grace=30))
     w.cluster.pdbs.append(make_pdb("db", {"app": "db"}, max_unavailable=0))
     return w
-
-
-def _advance(clock: VirtualClock, simulator: StepFunctionsSimulator, until: float) -> None:
-    while simulator.running():
-        due = clock.next_due()
-        if due is None or due > until:
-            break
-        clock.advance_to(due)
-    if clock.now() < until:
-        clock.advance_to(until)
 
 
 def _reclaim(at: float) -> DisruptionCommand:
@@ -60,11 +49,11 @@ def _run_both(
     simulator = StepFunctionsSimulator(world.clock, steps_invoker(world.ports))
     workflows = SimulatedWorkflows(simulator)
     first = workflows.start(voluntary)
-    _advance(world.clock, simulator, START + warning_after_s)
+    run_clock(world.clock, simulator, limit_s=START + warning_after_s - world.clock.now())
     reclaim = _reclaim(world.clock.now())
     second = workflows.start(reclaim)
     assert second.started
-    _advance(world.clock, simulator, world.clock.now() + 6 * 3600)
+    run_clock(world.clock, simulator, limit_s=6 * 3600)
     return (
         simulator.execution(first.execution_name, workflows.disruption_arn),
         simulator.execution(second.execution_name, workflows.disruption_arn),

@@ -12,9 +12,8 @@ from __future__ import annotations
 import pytest
 
 from longshore.core.commands import DisruptionCommand
-from longshore.sim.clock import VirtualClock
 from longshore.sim.stepfunctions import Execution, SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
-from tests.workflow.fakes import START, World, make_pod, new_world
+from tests.workflow.fakes import START, World, make_pod, new_world, run_clock
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")
 
@@ -29,20 +28,11 @@ def world() -> World:
     return w
 
 
-def _run(clock: VirtualClock, simulator: StepFunctionsSimulator, limit_s: float = 6 * 3600) -> None:
-    end = clock.now() + limit_s
-    while simulator.running():
-        due = clock.next_due()
-        if due is None or due > end:
-            break
-        clock.advance_to(due)
-
-
 def _disrupt(world: World, command: DisruptionCommand) -> Execution:
     simulator = StepFunctionsSimulator(world.clock, steps_invoker(world.ports))
     workflows = SimulatedWorkflows(simulator)
     started = workflows.start(command)
-    _run(world.clock, simulator)
+    run_clock(world.clock, simulator, limit_s=6 * 3600)
     execution = simulator.execution(started.execution_name, workflows.disruption_arn)
     assert execution.done, "the execution must end"
     return execution

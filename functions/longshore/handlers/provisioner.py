@@ -152,10 +152,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     def remaining_s() -> float:
         return context.get_remaining_time_in_millis() / 1000.0
 
-    def idle_wait(seconds: float) -> bool:
-        current.clock.sleep(seconds)
-        return True
-
-    report = run_invocation(service, remaining_s=remaining_s, idle_wait=idle_wait)
+    report = run_invocation(service, remaining_s=remaining_s, idle_wait=current.clock.sleep)
     logger.info("provisioner invocation finished", extra=report.to_dict())
     return report.to_dict()

@@ -511,12 +511,11 @@ def run_invocation(
     service: ProvisionerService,
     *,
     remaining_s: Callable[[], float],
-    idle_wait: Callable[[float], bool],
+    idle_wait: Callable[[float], None],
     on_pass: Callable[[PassResult], None] | None = None,
 ) -> InvocationReport:
     """Run passes until one is quiet (`PassResult.quiet`, with `exit_when_quiet`) or `deadline_margin_s`
-    before the deadline; between passes that found nothing to batch, `idle_wait(poll_s)` (False from it also
-    ends the invocation).
+    before the deadline; between passes that found nothing to batch, `idle_wait(poll_s)`.
 
     Stopping when quiet is what keeps the function cheap: a quiet cluster costs one pass a minute, and the
     admission webhook's trigger (`handlers.trigger`) starts a run as soon as a pod is created, so a new pod
@@ -534,9 +533,7 @@ def run_invocation(
             except ClusterUnavailableError as error:
                 # The API server kept failing after the adapter's retries: try again next poll, not in a loop.
                 log.warning("the Kubernetes API is unavailable; retrying", extra={"error": str(error)})
-                if not idle_wait(settings.poll_s):
-                    stopped = "quiet"
-                    break
+                idle_wait(settings.poll_s)
                 continue
             passes += 1
             launched.extend(result.launched)
@@ -549,9 +546,7 @@ def run_invocation(
                 stopped = "quiet"
                 break
             waits += result.status in ("lease-held", "lease-lost")
-            if not idle_wait(settings.poll_s):
-                stopped = "quiet"
-                break
+            idle_wait(settings.poll_s)
     finally:
         service.release()
     return InvocationReport(passes, tuple(launched), tuple(failed), waits, stopped)

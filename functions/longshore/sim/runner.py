@@ -459,12 +459,11 @@ class ScenarioRunner:
 
     # -- waiting and quiet --------------------------------------------------------------------------------------
 
-    def _idle_wait(self, seconds: float) -> bool:
+    def _idle_wait(self, seconds: float) -> None:
         if self._trigger_pending:
             self._trigger_pending = False
-            return True  # a trigger asked for a pass now
+            return  # a trigger asked for a pass now
         self._sleep_unless_triggered(self.world.clock.now() + seconds)
-        return True
 
     def _sleep_unless_triggered(self, target: float) -> None:
         """Let time pass until `target`, or until the provisioner is triggered (then at once)."""

@@ -352,20 +352,14 @@ class SimulatedWorld:
         *,
         timeout_s: float = LAMBDA_TIMEOUT_S,
         owner: str | None = None,
-        idle_wait: Callable[[float], bool] | None = None,
         settings: ProvisionerSettings | None = None,
     ) -> InvocationReport:
         """One provisioner Lambda invocation of `timeout_s` virtual seconds, from now."""
         deadline = self.clock.now() + timeout_s
-
-        def wait(seconds: float) -> bool:
-            self.sleep(seconds)
-            return True
-
         return run_invocation(
             self.service(owner, settings),
             remaining_s=lambda: deadline - self.clock.now(),
-            idle_wait=idle_wait or wait,
+            idle_wait=self.sleep,
         )
 
     def run_schedule(

@@ -35,6 +35,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check functions infra tests bench app.py
+	$(VENV)/bin/ruff format --check functions infra tests bench app.py
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy infra app.py
 	$(VENV)/bin/lint-imports

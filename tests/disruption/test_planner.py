@@ -25,35 +25,74 @@ TYPES = catalog(
 )
 
 
-def a_pool(name: str = "default", *, policy: str = "WhenEmptyOrUnderutilized", after: int | None = 0,
-           budgets: tuple[Budget, ...] = (Budget(nodes="100%"),), expiry: Expiry | None = None) -> NodePool:
+def a_pool(
+    name: str = "default",
+    *,
+    policy: str = "WhenEmptyOrUnderutilized",
+    after: int | None = 0,
+    budgets: tuple[Budget, ...] = (Budget(nodes="100%"),),
+    expiry: Expiry | None = None,
+) -> NodePool:
     base = pool(name)
-    return replace(base, disruption=Disruption(policy, after, budgets),  # type: ignore[arg-type]
-                   expiry=expiry or Expiry(after_seconds=None))
+    return replace(
+        base,
+        disruption=Disruption(policy, after, budgets),  # type: ignore[arg-type]
+        expiry=expiry or Expiry(after_seconds=None),
+    )
 
 
 def config(*pools: NodePool) -> ClusterConfig:
     return ClusterConfig("demo", "us-east-1", "1.31", tuple(pools), (node_class(),))
 
 
-def managed(name: str, *, pods: tuple[Pod, ...] = (), type_name: str = "m5.xlarge", price: float = 0.192,
-            created: float = NOW - 2 * HOUR, idle_since: float | None = NOW - HOUR, pool_name: str = "default",
-            capacity_type: str = "on-demand", allocatable: dict[str, str] | None = None, **extra: object) -> ManagedNode:
+def managed(
+    name: str,
+    *,
+    pods: tuple[Pod, ...] = (),
+    type_name: str = "m5.xlarge",
+    price: float = 0.192,
+    created: float = NOW - 2 * HOUR,
+    idle_since: float | None = NOW - HOUR,
+    pool_name: str = "default",
+    capacity_type: str = "on-demand",
+    allocatable: dict[str, str] | None = None,
+    **extra: object,
+) -> ManagedNode:
     bound = tuple(replace(p, node_name=name, phase="Running") for p in pods)
-    alloc = allocatable or {"m5.large": {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
-                            "m5.xlarge": {"cpu": "3920m", "memory": "14Gi", "pods": "58"},
-                            "m5.2xlarge": {"cpu": "7910m", "memory": "29Gi", "pods": "58"}}[type_name]
-    existing = node(name, allocatable=alloc, instance_type_name=type_name, pool_name=pool_name, pods=bound,
-                    labels={wk.CAPACITY_TYPE: capacity_type})
+    alloc = (
+        allocatable
+        or {
+            "m5.large": {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
+            "m5.xlarge": {"cpu": "3920m", "memory": "14Gi", "pods": "58"},
+            "m5.2xlarge": {"cpu": "7910m", "memory": "29Gi", "pods": "58"},
+        }[type_name]
+    )
+    existing = node(
+        name,
+        allocatable=alloc,
+        instance_type_name=type_name,
+        pool_name=pool_name,
+        pods=bound,
+        labels={wk.CAPACITY_TYPE: capacity_type},
+    )
     fields: dict[str, object] = {"initialized_at": created + 60, "last_pod_event_at": idle_since, **extra}
-    return ManagedNode(node=existing, instance_id=f"i-{name}", nodepool=pool_name, instance_type=type_name,
-                       zone="us-east-1a", capacity_type=capacity_type, price=price, created_at=created,
-                       **fields)  # type: ignore[arg-type]
+    return ManagedNode(
+        node=existing,
+        instance_id=f"i-{name}",
+        nodepool=pool_name,
+        instance_type=type_name,
+        zone="us-east-1a",
+        capacity_type=capacity_type,
+        price=price,
+        created_at=created,
+        **fields,
+    )  # type: ignore[arg-type]
 
 
 def run(*nodes: ManagedNode, pools: tuple[NodePool, ...] = (), **extra: object) -> planner.DisruptionPlan:
-    inp = DisruptionInput(now=NOW, config=config(*(pools or (a_pool(),))), nodes=nodes, catalog=TYPES,
-                          **extra)  # type: ignore[arg-type]
+    inp = DisruptionInput(
+        now=NOW, config=config(*(pools or (a_pool(),))), nodes=nodes, catalog=TYPES, **extra
+    )  # type: ignore[arg-type]
     return planner.plan(inp)
 
 
@@ -88,8 +127,10 @@ def test_budget_limits_how_many_empty_nodes_go_at_once() -> None:
 
 
 def test_node_do_not_disrupt_annotation_protects_empty_node() -> None:
-    result = run(managed("a", annotations=(("karpenter.sh/do-not-disrupt", "true"),)),
-                 pools=(a_pool(policy="WhenEmpty", after=0),))
+    result = run(
+        managed("a", annotations=(("karpenter.sh/do-not-disrupt", "true"),)),
+        pools=(a_pool(policy="WhenEmpty", after=0),),
+    )
     assert result.decisions == ()
     assert result.reason_for("a") == "node has karpenter.sh/do-not-disrupt=true"
 
@@ -117,11 +158,15 @@ def test_v1_expiry_is_forceful_and_ignores_do_not_disrupt() -> None:
 def test_v1alpha5_expiry_is_graceful_and_waits_for_do_not_evict() -> None:
     protected = replace(pod("db", cpu="500m"), annotations=(("karpenter.sh/do-not-evict", "true"),))
     old = managed("old", pods=(protected,), created=NOW - 800 * HOUR)
-    legacy = replace(a_pool(expiry=Expiry(720 * 3600, forceful=False)),
-                     origin=Origin("karpenter.sh/v1alpha5", "Provisioner"))
+    legacy = replace(
+        a_pool(expiry=Expiry(720 * 3600, forceful=False)),
+        origin=Origin("karpenter.sh/v1alpha5", "Provisioner"),
+    )
     result = run(old, pools=(legacy,))
     assert result.decisions == ()
-    assert result.reason_for("old") == "expired but waiting: pod default/db has karpenter.sh/do-not-evict=true"
+    assert (
+        result.reason_for("old") == "expired but waiting: pod default/db has karpenter.sh/do-not-evict=true"
+    )
 
 
 # --- drift -----------------------------------------------------------------------------------------------
@@ -144,13 +189,16 @@ def test_drift_respects_a_pdb_that_allows_nothing() -> None:
     pdb = PdbView("default", "web", LabelSelector(match_labels=(("app", "web"),)), disruptions_allowed=0)
     result = run(stale, pools=(current,), pdbs=(pdb,))
     assert result.decisions == ()
-    assert result.reason_for("a") == ("drifted (pool default changed since launch) but PDB default/web allows no "
-                                      "disruption now (it protects pod default/web)")
+    assert result.reason_for("a") == (
+        "drifted (pool default changed since launch) but PDB default/web allows no "
+        "disruption now (it protects pod default/web)"
+    )
 
 
 def test_requirements_drift_when_labels_no_longer_admitted() -> None:
-    only_large = replace(a_pool(policy="WhenEmpty", after=None),
-                         requirements=(req(wk.INSTANCE_TYPE, "In", "m5.large"),))
+    only_large = replace(
+        a_pool(policy="WhenEmpty", after=None), requirements=(req(wk.INSTANCE_TYPE, "In", "m5.large"),)
+    )
     result = run(managed("a", pods=(pod("web", cpu="1"),)), pools=(only_large,))
     assert result.decisions[0].reason == "drifted"
     assert "labels no longer meet" in result.decisions[0].explanation
@@ -188,10 +236,14 @@ def test_expensive_node_is_replaced_with_a_cheaper_type() -> None:
 
 
 def test_never_replaced_with_the_same_type() -> None:
-    result = run(managed("only", type_name="m5.large", price=0.096, pods=(pod("w1", cpu="1500m", memory="6Gi"),)))
+    result = run(
+        managed("only", type_name="m5.large", price=0.096, pods=(pod("w1", cpu="1500m", memory="6Gi"),))
+    )
     assert result.decisions == ()
-    assert result.reason_for("only") in {"the cheapest replacement is the same type (m5.large)",
-                                         "no cheaper option: replacements cost $0.0960/h vs $0.0960/h now"}
+    assert result.reason_for("only") in {
+        "the cheapest replacement is the same type (m5.large)",
+        "no cheaper option: replacements cost $0.0960/h vs $0.0960/h now",
+    }
 
 
 def test_do_not_disrupt_pod_blocks_consolidation_with_its_name() -> None:
@@ -204,20 +256,27 @@ def test_do_not_disrupt_pod_blocks_consolidation_with_its_name() -> None:
 
 
 def test_pods_recently_changed_delay_consolidation() -> None:
-    result = run(managed("a", pods=(pod("w", cpu="1"),), idle_since=NOW - 10),
-                 pools=(a_pool(after=60),))
+    result = run(managed("a", pods=(pod("w", cpu="1"),), idle_since=NOW - 10), pools=(a_pool(after=60),))
     assert result.decisions == ()
     assert result.reason_for("a") == "pods changed 10s ago; pool waits 60s"
 
 
 def test_spot_to_spot_requires_fifteen_cheaper_types() -> None:
-    spot_types = catalog(*[instance_type(f"c{i}.large", vcpus=2, memory_gib=4, price=0.1, spot_price=0.01 + i / 1000)
-                           for i in range(5)],
-                         instance_type("c9.4xlarge", vcpus=16, memory_gib=32, price=0.8, spot_price=0.3))
+    spot_types = catalog(
+        *[
+            instance_type(f"c{i}.large", vcpus=2, memory_gib=4, price=0.1, spot_price=0.01 + i / 1000)
+            for i in range(5)
+        ],
+        instance_type("c9.4xlarge", vcpus=16, memory_gib=32, price=0.8, spot_price=0.3),
+    )
     big = managed("big", type_name="m5.2xlarge", price=0.3, capacity_type="spot", pods=(pod("w", cpu="1"),))
-    big = replace(big, node=replace(big.node, labels=tuple(sorted({**dict(big.node.labels),
-                                                                   wk.INSTANCE_TYPE: "c9.4xlarge"}.items()))),
-                  instance_type="c9.4xlarge")
+    big = replace(
+        big,
+        node=replace(
+            big.node, labels=tuple(sorted({**dict(big.node.labels), wk.INSTANCE_TYPE: "c9.4xlarge"}.items()))
+        ),
+        instance_type="c9.4xlarge",
+    )
     spot_pool = replace(a_pool(), requirements=(req(wk.CAPACITY_TYPE, "In", "spot"),))
     inp = DisruptionInput(now=NOW, config=config(spot_pool), nodes=(big,), catalog=spot_types)
     result = planner.plan(inp)
@@ -233,7 +292,9 @@ def test_revalidation_rejects_a_move_when_the_cluster_changed() -> None:
     # Meanwhile the node that would receive the pods filled up.
     filler = tuple(pod(f"f{i}", cpu="900m") for i in range(3))
     busy = managed(kept, pods=(*filler, pod("w0", cpu="1")))
-    fresh = DisruptionInput(now=NOW + 15, config=config(a_pool()), nodes=(busy, *decision.nodes), catalog=TYPES)
+    fresh = DisruptionInput(
+        now=NOW + 15, config=config(a_pool()), nodes=(busy, *decision.nodes), catalog=TYPES
+    )
     verdict = planner.revalidate(decision, fresh)
     assert isinstance(verdict, str)
     still = DisruptionInput(now=NOW + 15, config=config(a_pool()), nodes=(a, b), catalog=TYPES)
@@ -247,10 +308,13 @@ def test_unmanaged_nodes_are_valid_destinations_but_never_candidates() -> None:
 
 
 def test_every_node_left_alone_gets_a_reason() -> None:
-    nodes = (managed("a", pods=(pod("w1", cpu="3"),)), managed("b", pods=(pod("w2", cpu="3"),)),
-             managed("c", disrupting=True), managed("d", initialized_at=None, last_pod_event_at=None))
+    nodes = (
+        managed("a", pods=(pod("w1", cpu="3"),)),
+        managed("b", pods=(pod("w2", cpu="3"),)),
+        managed("c", disrupting=True),
+        managed("d", initialized_at=None, last_pod_event_at=None),
+    )
     result = run(*nodes)
     decided = {n for d in result.decisions for n in d.node_names}
     for name in "abcd":
         assert name in decided or result.reason_for(name), name
-

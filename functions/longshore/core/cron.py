@@ -25,8 +25,13 @@ MACROS = {
 }
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 _DAYS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
-_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}),
-           ("month", 1, 12, _MONTHS), ("day of week", 0, 7, _DAYS))
+_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
+    ("minute", 0, 59, {}),
+    ("hour", 0, 23, {}),
+    ("day of month", 1, 31, {}),
+    ("month", 1, 12, _MONTHS),
+    ("day of week", 0, 7, _DAYS),
+)
 
 
 class CronError(ValueError):
@@ -57,8 +62,11 @@ class Cron:
         """True when the minute containing `epoch_seconds` is a firing time."""
 
         t = time.gmtime(int(epoch_seconds))
-        return (t.tm_min in self.minutes and t.tm_hour in self.hours
-                and self.day_matches(t.tm_year, t.tm_mon, t.tm_mday))
+        return (
+            t.tm_min in self.minutes
+            and t.tm_hour in self.hours
+            and self.day_matches(t.tm_year, t.tm_mon, t.tm_mday)
+        )
 
     def window_active(self, now: float, duration_seconds: int) -> bool:
         """True when a firing time f exists with f <= now < f + duration."""
@@ -123,8 +131,21 @@ def parse(expression: str) -> Cron:
         raise CronError(f"unknown macro {expression!r} (use one of {', '.join(sorted(MACROS))})")
     parts = text.split()
     if len(parts) != 5:
-        raise CronError(f"{expression!r} has {len(parts)} fields; expected 5 (minute hour day-of-month month day-of-week)")
-    parsed = [_parse_field(part, name, low, high, names) for part, (name, low, high, names) in zip(parts, _FIELDS, strict=True)]
+        raise CronError(
+            f"{expression!r} has {len(parts)} fields; expected 5 (minute hour day-of-month month day-of-week)"
+        )
+    parsed = [
+        _parse_field(part, name, low, high, names)
+        for part, (name, low, high, names) in zip(parts, _FIELDS, strict=True)
+    ]
     weekdays = frozenset(d % 7 for d in parsed[4])
-    return Cron(expression, parsed[0], parsed[1], parsed[2], parsed[3], weekdays,
-                days_restricted=parts[2] not in ("*", "?"), weekdays_restricted=parts[4] not in ("*", "?"))
+    return Cron(
+        expression,
+        parsed[0],
+        parsed[1],
+        parsed[2],
+        parsed[3],
+        weekdays,
+        days_restricted=parts[2] not in ("*", "?"),
+        weekdays_restricted=parts[4] not in ("*", "?"),
+    )

@@ -50,5 +50,7 @@ DIM_KIND = "Kind"
 DIM_ACTION = "Action"
 
 ALL_METRICS = frozenset(
-    value for key, value in dict(globals()).items() if key.isupper() and not key.startswith(("DIM_", "NAMESPACE", "ALL_"))
+    value
+    for key, value in dict(globals()).items()
+    if key.isupper() and not key.startswith(("DIM_", "NAMESPACE", "ALL_"))
 )

@@ -82,8 +82,9 @@ def pods_blocker(node: ManagedNode, pdbs: Sequence[PdbView], now: float) -> str 
     return None
 
 
-def graceful_blocker(node: ManagedNode, pdbs: Sequence[PdbView], now: float, *,
-                     for_consolidation: bool = False) -> str | None:
+def graceful_blocker(
+    node: ManagedNode, pdbs: Sequence[PdbView], now: float, *, for_consolidation: bool = False
+) -> str | None:
     return node_blocker(node, now, for_consolidation=for_consolidation) or pods_blocker(node, pdbs, now)
 
 

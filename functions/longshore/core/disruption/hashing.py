@@ -21,10 +21,24 @@ from longshore.core.model import NodeClass, NodePool
 
 HASH_VERSION = "v1"
 
-_POOL_FIELDS = ("labels", "annotations", "taints", "startup_taints", "node_class", "expiry",
-                "termination_grace_period_seconds", "kubelet")
-_CLASS_EXCLUDED = ("name", "origin", "ami_selector_terms", "subnet_selector_terms",
-                   "security_group_selector_terms", "capacity_reservation_selector_terms")
+_POOL_FIELDS = (
+    "labels",
+    "annotations",
+    "taints",
+    "startup_taints",
+    "node_class",
+    "expiry",
+    "termination_grace_period_seconds",
+    "kubelet",
+)
+_CLASS_EXCLUDED = (
+    "name",
+    "origin",
+    "ami_selector_terms",
+    "subnet_selector_terms",
+    "security_group_selector_terms",
+    "capacity_reservation_selector_terms",
+)
 
 
 def _canonical(value: Any) -> Any:
@@ -48,8 +62,11 @@ def nodepool_hash(pool: NodePool) -> str:
 
 
 def nodeclass_hash(node_class: NodeClass) -> str:
-    fields = {f.name: _canonical(getattr(node_class, f.name))
-              for f in dataclasses.fields(node_class) if f.name not in _CLASS_EXCLUDED}
+    fields = {
+        f.name: _canonical(getattr(node_class, f.name))
+        for f in dataclasses.fields(node_class)
+        if f.name not in _CLASS_EXCLUDED
+    }
     return _digest(fields)
 
 

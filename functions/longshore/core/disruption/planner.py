@@ -48,8 +48,12 @@ SINGLE_NODE_MAX_EVALUATIONS = 60
 SPOT_TO_SPOT_MIN_CHEAPER_TYPES = 15
 
 EXPIRED, EMPTY, DRIFTED, UNDERUTILIZED = "expired", "empty", "drifted", "underutilized"
-_BUDGET_REASON = {EXPIRED: budgets.EXPIRED, EMPTY: budgets.EMPTY, DRIFTED: budgets.DRIFTED,
-                  UNDERUTILIZED: budgets.UNDERUTILIZED}
+_BUDGET_REASON = {
+    EXPIRED: budgets.EXPIRED,
+    EMPTY: budgets.EMPTY,
+    DRIFTED: budgets.DRIFTED,
+    UNDERUTILIZED: budgets.UNDERUTILIZED,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +111,13 @@ class _Budgets:
                 self.disrupting[node.nodepool] += 1
 
     def allowance(self, pool: NodePool, reason: str) -> budgets.Allowance:
-        return budgets.allowance(pool, _BUDGET_REASON[reason], self.count[pool.name],
-                                 self.disrupting[pool.name] + self.taken[pool.name], self.inp.now)
+        return budgets.allowance(
+            pool,
+            _BUDGET_REASON[reason],
+            self.count[pool.name],
+            self.disrupting[pool.name] + self.taken[pool.name],
+            self.inp.now,
+        )
 
     def take(self, pool: str, n: int = 1) -> None:
         self.taken[pool] += n
@@ -140,20 +149,26 @@ class _Pass:
     def simulate(self, removed: Sequence[ManagedNode]) -> Plan:
         """Where the removed nodes' pods (and the pending ones) would go with those nodes gone."""
         gone = {n.name for n in removed} | self.decided
-        pods = tuple(replace(p, node_name="", nominated_node_name="") for n in removed for p in n.reschedulable_pods())
-        others: list[ExistingNode] = [n.node for n in self.inp.nodes if n.name not in gone and not n.disrupting]
+        pods = tuple(
+            replace(p, node_name="", nominated_node_name="") for n in removed for p in n.reschedulable_pods()
+        )
+        others: list[ExistingNode] = [
+            n.node for n in self.inp.nodes if n.name not in gone and not n.disrupting
+        ]
         others.extend(self.inp.unmanaged)
-        return solve(SchedulingInput(
-            pods=(*self.inp.pending, *pods),
-            pools=self.inp.config.pools_by_weight(),
-            node_classes=self.inp.config.node_classes,
-            catalog=self.inp.catalog,
-            nodes=tuple(others),
-            in_flight=self.inp.in_flight,
-            daemonsets=self.inp.daemonsets,
-            unavailable=self.inp.unavailable,
-            settings=self.inp.config.settings,
-        ))
+        return solve(
+            SchedulingInput(
+                pods=(*self.inp.pending, *pods),
+                pools=self.inp.config.pools_by_weight(),
+                node_classes=self.inp.config.node_classes,
+                catalog=self.inp.catalog,
+                nodes=tuple(others),
+                in_flight=self.inp.in_flight,
+                daemonsets=self.inp.daemonsets,
+                unavailable=self.inp.unavailable,
+                settings=self.inp.config.settings,
+            )
+        )
 
     def stranded(self, plan: Plan, removed: Sequence[ManagedNode]) -> str | None:
         moved = {p.key for n in removed for p in n.reschedulable_pods()}
@@ -195,8 +210,17 @@ class _Pass:
             plan = self.simulate([node])
             self.budgets.take(pool.name)
             mode = "forceful (v1)" if pool.expiry.forceful else "graceful (older dialect)"
-            out.append(self.decide(Decision(EXPIRED, (node,), f"{why}; {mode}",
-                                            replacements=_replacements(plan, [node]), forceful=pool.expiry.forceful)))
+            out.append(
+                self.decide(
+                    Decision(
+                        EXPIRED,
+                        (node,),
+                        f"{why}; {mode}",
+                        replacements=_replacements(plan, [node]),
+                        forceful=pool.expiry.forceful,
+                    )
+                )
+            )
         return out
 
     def emptiness(self) -> list[Decision]:
@@ -207,12 +231,16 @@ class _Pass:
                 continue
             after = pool.disruption.consolidate_after_seconds
             if after is None:
-                self.pass_over(node, f"empty, but pool {pool.name} never removes empty nodes (consolidateAfter Never)")
+                self.pass_over(
+                    node, f"empty, but pool {pool.name} never removes empty nodes (consolidateAfter Never)"
+                )
                 continue
             idle = self.inp.now - node.idle_since()
             if idle < after:
                 self.pass_over(
-                    node, f"empty for {idle:.0f}s of the {after}s pool {pool.name} waits", node.idle_since() + after
+                    node,
+                    f"empty for {idle:.0f}s of the {after}s pool {pool.name} waits",
+                    node.idle_since() + after,
                 )
                 continue
             blocker = node_blocker(node, self.inp.now, for_consolidation=False)
@@ -229,8 +257,16 @@ class _Pass:
             return []
         saved = sum(n.price for n in chosen)
         names = ", ".join(n.name for n in chosen)
-        return [self.decide(Decision(EMPTY, tuple(chosen), f"empty past consolidateAfter: {names}",
-                                     savings_per_hour=round(saved, 6)))]
+        return [
+            self.decide(
+                Decision(
+                    EMPTY,
+                    tuple(chosen),
+                    f"empty past consolidateAfter: {names}",
+                    savings_per_hour=round(saved, 6),
+                )
+            )
+        ]
 
     def drift(self) -> list[Decision]:
         drifted: list[tuple[ManagedNode, NodePool, str]] = []
@@ -305,24 +341,36 @@ class _Pass:
                 return f"the cheapest replacement is the same type ({claims[0].instance_type})"
             if savings <= 0:
                 return f"no cheaper option: replacements cost ${added:.4f}/h vs ${removed_cost:.4f}/h now"
-            if all(n.capacity_type == "spot" for n in removed) and any(c.capacity_type == "spot" for c in claims):
+            if all(n.capacity_type == "spot" for n in removed) and any(
+                c.capacity_type == "spot" for c in claims
+            ):
                 budget_price = removed_cost / max(len(claims), 1)
                 for claim in claims:
                     cheaper = {o.instance_type for o in claim.offerings if o.price < budget_price}
                     if claim.capacity_type == "spot" and len(cheaper) < SPOT_TO_SPOT_MIN_CHEAPER_TYPES:
-                        return (f"spot-to-spot needs {SPOT_TO_SPOT_MIN_CHEAPER_TYPES} cheaper types, "
-                                f"only {len(cheaper)} are")
+                        return (
+                            f"spot-to-spot needs {SPOT_TO_SPOT_MIN_CHEAPER_TYPES} cheaper types, "
+                            f"only {len(cheaper)} are"
+                        )
             if savings < self.inp.consolidation_min_savings_fraction * removed_cost:
-                return (f"saving ${savings:.4f}/h is under {self.inp.consolidation_min_savings_fraction:.0%} "
-                        f"of ${removed_cost:.4f}/h; not worth the disruption")
+                return (
+                    f"saving ${savings:.4f}/h is under {self.inp.consolidation_min_savings_fraction:.0%} "
+                    f"of ${removed_cost:.4f}/h; not worth the disruption"
+                )
         names = ", ".join(n.name for n in removed)
         if claims:
             what = ", ".join(f"{c.instance_type}/{c.capacity_type}" for c in claims)
             text = f"repack {names} onto {what}, saving ${savings:.4f}/h"
         else:
             text = f"pods of {names} fit on other nodes, saving ${savings:.4f}/h"
-        return Decision(UNDERUTILIZED, tuple(removed), text, replacements=claims,
-                        savings_per_hour=round(savings, 6), validate_after=self.inp.now + VALIDATION_DELAY_S)
+        return Decision(
+            UNDERUTILIZED,
+            tuple(removed),
+            text,
+            replacements=claims,
+            savings_per_hour=round(savings, 6),
+            validate_after=self.inp.now + VALIDATION_DELAY_S,
+        )
 
     def within_budget(self, candidates: Iterable[ManagedNode]) -> list[ManagedNode]:
         left: dict[str, int] = {}
@@ -332,7 +380,10 @@ class _Pass:
             if pool.name not in left:
                 left[pool.name] = self.budgets.allowance(pool, UNDERUTILIZED).allowed
             if left[pool.name] <= 0:
-                self.pass_over(node, self.budgets.allowance(pool, UNDERUTILIZED).describe(pool.name, budgets.UNDERUTILIZED))
+                self.pass_over(
+                    node,
+                    self.budgets.allowance(pool, UNDERUTILIZED).describe(pool.name, budgets.UNDERUTILIZED),
+                )
                 continue
             left[pool.name] -= 1
             out.append(node)
@@ -345,7 +396,9 @@ class _Pass:
         prefix = candidates[:MULTI_NODE_MAX_CANDIDATES]
         best: Decision | None = None
         low, high = 2, len(prefix)
-        if high >= low:  # the whole prefix first: in a cluster after a scale-down it usually holds (one solve)
+        if (
+            high >= low
+        ):  # the whole prefix first: in a cluster after a scale-down it usually holds (one solve)
             whole = self.evaluate(prefix)
             if isinstance(whole, Decision):
                 best, low = whole, high + 1
@@ -408,7 +461,9 @@ def drift_reason(node: ManagedNode, pool: NodePool, inp: DisruptionInput) -> str
     if images and node.image_id and node.image_id not in images:
         return f"AMI {node.image_id} is no longer the resolved AMI ({', '.join(sorted(images))})"
     required = Requirements.of(pool.requirements)
-    mismatch = Requirements.from_labels(node.node.labels).incompatibility(required, subject=f"pool {pool.name}")
+    mismatch = Requirements.from_labels(node.node.labels).incompatibility(
+        required, subject=f"pool {pool.name}"
+    )
     if mismatch:
         return f"labels no longer meet the pool's requirements: {mismatch}"
     return None

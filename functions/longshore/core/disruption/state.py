@@ -59,8 +59,11 @@ class ManagedNode:
 
     def reschedulable_pods(self) -> tuple[Pod, ...]:
         """Pods that must find a new home when the node goes (not DaemonSet, mirror, terminal or terminating)."""
-        return tuple(p for p in self.node.pods
-                     if not p.is_daemonset and not p.is_mirror and not p.is_terminal and not p.deleting)
+        return tuple(
+            p
+            for p in self.node.pods
+            if not p.is_daemonset and not p.is_mirror and not p.is_terminal and not p.deleting
+        )
 
     @property
     def is_empty(self) -> bool:

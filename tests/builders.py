@@ -293,5 +293,6 @@ def scheduling_input(
     return SchedulingInput(pods=tuple(pods), pools=pools, node_classes=classes, catalog=the_catalog, **fields)
 
 
-def shared_fixture(*parts: str) -> Path:
-    return Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / Path(*parts)
+def karpenter_fixture(*parts: str) -> Path:
+    """A file under `tests/fixtures/karpenter/` (the seed manifests and workloads, kept in this repository)."""
+    return Path(__file__).resolve().parent / "fixtures" / "karpenter" / Path(*parts)

@@ -1,4 +1,4 @@
-"""Shared test setup: paths to the shared fixtures, and environment that keeps moto fast and offline."""
+"""Test setup: paths to the Karpenter fixtures kept in this repository, and environment that keeps moto fast and offline."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "longshore")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures" / "karpenter"
 VALID_MANIFESTS = FIXTURES / "seed-manifests" / "valid"
 VALID_V1_MANIFESTS = FIXTURES / "seed-manifests" / "valid-v1"
 INVALID_MANIFESTS = FIXTURES / "seed-manifests" / "invalid"

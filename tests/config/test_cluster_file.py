@@ -205,7 +205,7 @@ def test_bundle_inlines_included_files(tmp_path: Path) -> None:
 def test_bundle_refuses_an_invalid_configuration() -> None:
     with pytest.raises(ConfigErrors):
         bundle_cluster(
-            [REPO.parent / "shared" / "fixtures" / "seed-manifests" / "invalid" / "01-label-typo.yaml"]
+            [REPO / "tests" / "fixtures" / "karpenter" / "seed-manifests" / "invalid" / "01-label-typo.yaml"]
         )
 
 

@@ -15,7 +15,7 @@ VALID = sorted(VALID_MANIFESTS.glob("*.yaml")) + sorted(VALID_V1_MANIFESTS.glob(
 INVALID = sorted(INVALID_MANIFESTS.glob("*.yaml"))
 
 
-def test_the_shared_fixtures_are_there() -> None:
+def test_the_karpenter_fixtures_are_there() -> None:
     assert len(VALID) >= 10
     assert len(INVALID) >= 5
 

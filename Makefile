@@ -34,8 +34,8 @@ demo: $(STAMP)
 	$(VENV)/bin/longshore demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check functions infra tests bench app.py
-	$(VENV)/bin/ruff format --check functions infra tests bench app.py
+	$(VENV)/bin/ruff check functions sim infra tests bench app.py
+	$(VENV)/bin/ruff format --check functions sim infra tests bench app.py
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy infra app.py
 	$(VENV)/bin/lint-imports

@@ -52,7 +52,7 @@ def _seed(endpoint: str) -> dict[str, str]:
     import boto3
 
     from longshore.config import bundle_cluster
-    from longshore.sim.aws import seed_cluster
+    from longshore_sim.aws import seed_cluster
 
     session = boto3.session.Session(region_name="us-east-1")
     original = os.environ.get("AWS_ENDPOINT_URL")

@@ -351,7 +351,7 @@ def measure(runs: int = 9) -> dict[str, Any]:
     """Seed the world, run each handler once cold and `runs` times warm; the figures in seconds."""
     import boto3
 
-    from longshore.sim.kubeapi import KubeApiEmulator
+    from longshore_sim.kubeapi import KubeApiEmulator
 
     compileall.compile_dir(str(REPO / "functions" / "longshore"), quiet=1)
     server, endpoint = start_moto_server()

@@ -44,8 +44,9 @@ ARCHITECTURE = lambda_.Architecture.ARM_64
 
 CLI_ONLY_DISTRIBUTIONS = frozenset({"click", "rich"})
 """Runtime dependencies that only the `longshore` command line imports."""
-EXCLUDED_PACKAGE_DIRS = frozenset({"cli", "sim"})
-"""Top-level subpackages of `longshore` that never run in Lambda (command line, simulation/emulator)."""
+EXCLUDED_PACKAGE_DIRS = frozenset({"cli"})
+"""Top-level subpackages of `longshore` that never run in Lambda (the command line). The simulation is a
+separate package (`longshore_sim`) and never part of the asset."""
 EXCLUDED_DEPENDENCY_PATHS = ("kubernetes/aio", "bin")
 """Installed paths the functions never import: the asyncio Kubernetes client (42 MB) and console scripts."""
 BUNDLE_FORMAT = "1"

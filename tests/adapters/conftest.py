@@ -23,7 +23,7 @@ from longshore.adapters.aws.instances import Ec2Instances
 from longshore.adapters.aws.userdata import ClusterInfo
 from longshore.core.claims import KubeletSettings, LaunchOption, LaunchRequest, NodeClaim, claim_id_for
 from longshore.core.model import ClusterConfig, NodeClass, NodePool, Origin, SelectorTerm, Taint
-from longshore.sim.aws import FleetEmulator, SeededCluster, ThrottleInjector, seed_cluster
+from longshore_sim.aws import FleetEmulator, SeededCluster, ThrottleInjector, seed_cluster
 
 CLUSTER = "demo-cluster"
 #: One botocore session for the whole run: service models load once, not per test.

@@ -313,9 +313,9 @@ def test_catalog_command_prints_json_for_the_seed_region() -> None:
     seed = str(VALID_MANIFESTS / "08-c6i-zonal-expiring.yaml")
     result = CliRunner().invoke(main, ["catalog", "--config", seed, "--region", "ap-northeast-2", "--json"])
     assert result.exit_code == 0, result.output
-    assert "emulated by moto" in result.stderr
+    assert "EC2 data shipped with Longshore" in result.stderr
     report = json.loads(result.stdout)
-    assert report["region"] == "ap-northeast-2"
+    assert report["region"] == "ap-northeast-2" and report["aws"] == "offline"
     rows = report["nodepools"]["c6i-workers"]
     assert [row["name"] for row in rows] == ["c6i.4xlarge", "c6i.8xlarge"]
     for row in rows:

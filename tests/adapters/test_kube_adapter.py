@@ -20,9 +20,9 @@ from longshore.adapters.kube.cluster import KubeCluster
 from longshore.adapters.kube.retry import RetryPolicy
 from longshore.core.model import Taint
 from longshore.ports.kube import ClusterUnavailableError, KubeEvent, NodePatch, ObjectRef
-from longshore.sim.clock import VirtualClock
-from longshore.sim.kubeapi import Fault, KubeApiEmulator
 from longshore.workflow.nodes import taints_of
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import Fault, KubeApiEmulator
 from tests.workflow.fakes import make_node, make_pdb, make_pod
 
 

@@ -26,7 +26,7 @@ from longshore.adapters.aws.userdata import parse_bootstrap
 from longshore.core.claims import LAUNCH_ATTEMPT_LEASE_S, KubeletSettings, LaunchOption, NodeClaim
 from longshore.core.model import SelectorTerm
 from longshore.core.offerings import UNAVAILABLE_TTL_S
-from longshore.sim.aws import SimulatedCrash
+from longshore_sim.aws import SimulatedCrash
 from tests.adapters.conftest import CLUSTER, ZONES, World, cluster_config, node_class, options, request
 
 NOW = 1_000_000.0

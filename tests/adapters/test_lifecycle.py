@@ -18,8 +18,8 @@ from longshore.core import telemetry
 from longshore.core.claims import LAUNCH_TIMEOUT_S, ORPHAN_GRACE_S, REGISTRATION_TIMEOUT_S
 from longshore.ports.kube import ClusterUnavailableError
 from longshore.services.lifecycle import Lifecycle
-from longshore.sim.aws import SimulatedCrash
-from longshore.sim.clock import VirtualClock
+from longshore_sim.aws import SimulatedCrash
+from longshore_sim.clock import VirtualClock
 from tests.adapters.conftest import World, request
 from tests.workflow.fakes import FakeCluster
 

@@ -19,7 +19,7 @@ from longshore.adapters.aws.network import (
     subnet_per_zone,
 )
 from longshore.core.model import SelectorTerm
-from longshore.sim.aws import put_public_parameter, register_image
+from longshore_sim.aws import put_public_parameter, register_image
 from tests.adapters.conftest import CLUSTER, World, node_class
 
 DISCOVERY = SelectorTerm(tags=(("karpenter.sh/discovery", CLUSTER),))

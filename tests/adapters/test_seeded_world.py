@@ -14,7 +14,7 @@ import pytest
 
 from longshore.adapters.aws.amis import AmiResolver, ssm_parameter_name
 from longshore.core.model import SelectorTerm
-from longshore.sim.aws import AMI_VARIANTS
+from longshore_sim.aws import AMI_VARIANTS
 from tests.adapters.conftest import CLUSTER, World, node_class
 
 

@@ -13,7 +13,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from longshore.sim.aws import FleetEmulator, ThrottleInjector
+from longshore_sim.aws import FleetEmulator, ThrottleInjector
 from tests.adapters.conftest import World
 
 

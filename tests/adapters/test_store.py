@@ -26,7 +26,7 @@ from longshore.adapters.aws.dynamodb import (
 from longshore.adapters.memory import MemoryClaimStore, MemoryLease, MemoryOfferingAvailability
 from longshore.core.claims import NodeClaim
 from longshore.core.model import Requirement
-from longshore.sim.aws import create_table
+from longshore_sim.aws import create_table
 from tests.adapters.conftest import BOTOCORE_SESSION
 
 

@@ -17,8 +17,8 @@ from moto import mock_aws
 from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable
 from longshore.cli.explain import command
 from longshore.core.claims import NodeClaim, provider_id
-from longshore.sim.clock import VirtualClock
-from longshore.sim.kubeapi import KubeApiEmulator
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import KubeApiEmulator
 from tests.planner.fakes import node_manifest, running_pod
 from tests.workflow.fakes import START
 

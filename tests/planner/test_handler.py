@@ -118,7 +118,7 @@ def test_build_service_wires_the_production_adapters_from_the_environment(
     from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable
     from longshore.config.loader import bundle_cluster
     from longshore.core.claims import NodeClaim
-    from longshore.sim.aws import seed_cluster
+    from longshore_sim.aws import seed_cluster
     from tests.conftest import VALID_V1_MANIFESTS
 
     with mock_aws():

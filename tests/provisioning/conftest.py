@@ -12,11 +12,11 @@ import pytest
 
 from longshore.config import load_cluster
 from longshore.core.model import ClusterConfig
-from longshore.sim.world import SimulatedWorld
+from longshore_sim.world import SimulatedWorld
 
 REPO = Path(__file__).resolve().parents[2]
-SEED_POOL = REPO / "scenarios" / "manifests" / "01-requirements-ttl-empty.yaml"
-INFLATE = REPO / "scenarios" / "workloads" / "inflate.yaml"
+SEED_POOL = REPO / "sim" / "longshore_sim" / "scenarios" / "manifests" / "01-requirements-ttl-empty.yaml"
+INFLATE = REPO / "sim" / "longshore_sim" / "scenarios" / "workloads" / "inflate.yaml"
 CLUSTER = "demo-cluster"
 
 SMALL_POOL = """

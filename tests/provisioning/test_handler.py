@@ -16,7 +16,7 @@ from longshore.config import bundle_cluster
 from longshore.config.settings import RuntimeSettings
 from longshore.core import telemetry
 from longshore.handlers import provisioner as lambda_handler
-from longshore.sim.world import SimulatedWorld
+from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import CLUSTER, SEED_POOL, running
 
 PARAMETER = "/longshore/demo-cluster/config"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from longshore.services.provisioner import ProvisionerSettings
-from longshore.sim.world import SimulatedWorld
+from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import running
 
 MakeWorld = Callable[..., SimulatedWorld]

@@ -18,9 +18,9 @@ from longshore.core import telemetry
 from longshore.core.claims import ORPHAN_GRACE_S, REGISTRATION_TIMEOUT_S
 from longshore.core.offerings import UNAVAILABLE_TTL_S
 from longshore.services.provisioner import LEASE_NAME, ProvisionerSettings
-from longshore.sim.aws import SimulatedCrash
-from longshore.sim.kubeapi import Fault
-from longshore.sim.world import SimulatedWorld
+from longshore_sim.aws import SimulatedCrash
+from longshore_sim.kubeapi import Fault
+from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import (
     all_instances,
     events,

@@ -31,8 +31,8 @@ from longshore.core.model import ClusterConfig, NodeClass, NodePool, Origin, Req
 from longshore.core.resources import Resources
 from longshore.ports.kube import Manifest
 from longshore.services.replacement import ClusterReplacementLauncher
-from longshore.sim.aws import FleetEmulator, seed_cluster
-from longshore.sim.clock import VirtualClock
+from longshore_sim.aws import FleetEmulator, seed_cluster
+from longshore_sim.clock import VirtualClock
 from tests.builders import pod_manifest, real_catalog
 from tests.workflow.fakes import FakeCluster
 

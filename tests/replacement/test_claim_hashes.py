@@ -20,7 +20,7 @@ from longshore.adapters.memory import MemoryClaimStore
 from longshore.core.claims import NodeClaim
 from longshore.core.disruption.hashing import claim_hashes, nodeclass_hash, nodepool_hash
 from longshore.ports.store import ClaimStore
-from longshore.sim.aws import create_table
+from longshore_sim.aws import create_table
 from tests.replacement.conftest import cluster_config, pool
 
 TABLE = "longshore-hashes"

@@ -24,8 +24,8 @@ from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.handlers import workflow_steps
 from longshore.services.replacement import ClusterReplacementLauncher, replacement_claim_id
-from longshore.sim.aws import seed_cluster
-from longshore.sim.clock import VirtualClock
+from longshore_sim.aws import seed_cluster
+from longshore_sim.clock import VirtualClock
 from tests.builders import real_catalog
 from tests.conftest import VALID_V1_MANIFESTS
 from tests.replacement.conftest import NOW, Cluster, node_manifest, running_pod

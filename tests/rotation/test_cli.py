@@ -16,9 +16,9 @@ from moto import mock_aws
 
 from longshore.cli.rotate import command
 from longshore.core.commands import RotationRequest
-from longshore.sim.clock import VirtualClock
-from longshore.sim.kubeapi import KubeApiEmulator
 from longshore.workflow.definition import disruption_definition, rotation_definition
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import KubeApiEmulator
 from tests.planner.fakes import node_manifest
 from tests.planner.test_explain import CONFIG, claim_for
 from tests.workflow.fakes import START

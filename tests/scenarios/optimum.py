@@ -4,7 +4,7 @@ which packs fractional nodes, cannot be reached by any set of whole nodes."""
 from __future__ import annotations
 
 from longshore.core.scheduling.templates import build_templates
-from longshore.sim.runner import ScenarioRunner
+from longshore_sim.runner import ScenarioRunner
 
 
 def whole_node_optimum(runner: ScenarioRunner, cpu_m: int, memory: int, count: int) -> float:

@@ -8,16 +8,15 @@ Functions service, and the rule checker's violations (which must be none in ever
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from longshore.sim.runner import ScenarioRunner
-from longshore.sim.scenario import load_scenario
+from longshore_sim.runner import ScenarioRunner
+from longshore_sim.scenario import BUNDLED, load_scenario
 from tests.scenarios.optimum import whole_node_optimum
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIOS = BUNDLED
 
 pytestmark = pytest.mark.slow
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from longshore.cli.simulate import command as simulate
-from longshore.sim.runner import ScenarioRunner
-from longshore.sim.scenario import ScenarioError, load_scenario
+from longshore_sim.cli.simulate import command as simulate
+from longshore_sim.runner import ScenarioRunner
+from longshore_sim.scenario import BUNDLED, ScenarioError, load_scenario
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIOS = BUNDLED
 
 
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
@@ -63,3 +63,12 @@ def test_a_step_does_one_thing(tmp_path: Path) -> None:
 def test_simulate_names_a_missing_scenario_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(simulate, [str(tmp_path / "nope.yaml")])
     assert result.exit_code != 0 and "nope.yaml" in result.output
+
+
+def test_the_shipped_scenarios_carry_the_example_cluster_and_events_unchanged() -> None:
+    # The scenarios ship inside `longshore_sim` (so an installed `longshore demo` finds them) with their own
+    # copies of the example cluster file and the sample events; they must not drift from the originals.
+    repo = Path(__file__).resolve().parents[2]
+    assert (SCENARIOS / "clusters" / "demo.yaml").read_text() == (repo / "clusters" / "demo.yaml").read_text()
+    for event in (SCENARIOS / "events").glob("*.json"):
+        assert event.read_text() == (repo / "tests" / "events" / event.name).read_text(), event.name

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from longshore.sim.runner import ScenarioRunner, run_scenario
-from longshore.sim.scenario import load_scenario
+from longshore_sim.runner import ScenarioRunner, run_scenario
+from longshore_sim.scenario import BUNDLED, load_scenario
 from tests.scenarios.optimum import whole_node_optimum
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIOS = BUNDLED
 ISSUE_SCHEMA = {
     "scenario",
     "virtual_seconds",

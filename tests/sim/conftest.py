@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from longshore.sim.clock import VirtualClock
-from longshore.sim.kubeapi import KubeApiEmulator
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import KubeApiEmulator
 
 
 @pytest.fixture

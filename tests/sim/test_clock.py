@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from longshore.ports.clock import Clock
-from longshore.sim.clock import DEFAULT_START, VirtualClock
+from longshore_sim.clock import DEFAULT_START, VirtualClock
 
 
 def test_is_a_clock_port() -> None:

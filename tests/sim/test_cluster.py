@@ -19,7 +19,7 @@ import pytest
 from kubernetes import client
 from moto import mock_aws
 
-from longshore.sim.cluster import KubeletSettings, Sample, SimulatedCluster
+from longshore_sim.cluster import KubeletSettings, Sample, SimulatedCluster
 from tests.sim import manifests
 
 CLUSTER = "demo"

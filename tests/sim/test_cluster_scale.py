@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from longshore.sim.cluster import SimulatedCluster
+from longshore_sim.cluster import SimulatedCluster
 from tests.sim import manifests
 
 USER_DATA = "#!/bin/bash\n/etc/eks/bootstrap.sh demo --kubelet-extra-args '--max-pods=110'"

@@ -11,8 +11,8 @@ from typing import Any
 
 from kubernetes import client
 
-from longshore.sim.clock import VirtualClock
-from longshore.sim.kubeapi import KubeApiEmulator
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import KubeApiEmulator
 from tests.sim import manifests
 
 Seen = list[tuple[str, str, str | None, str | None]]

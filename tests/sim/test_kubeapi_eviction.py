@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from longshore.sim.clock import VirtualClock
-from longshore.sim.kubeapi import KubeApiEmulator
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import KubeApiEmulator
 from tests.sim import manifests
 
 

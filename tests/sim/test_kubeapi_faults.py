@@ -12,8 +12,8 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from longshore.sim.clock import VirtualClock
-from longshore.sim.kubeapi import Fault, KubeApiEmulator
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import Fault, KubeApiEmulator
 from tests.sim import manifests
 
 

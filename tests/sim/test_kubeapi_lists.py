@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from longshore.sim.kubeapi import KubeApiEmulator
+from longshore_sim.kubeapi import KubeApiEmulator
 from tests.sim import manifests
 
 LABELLED = {

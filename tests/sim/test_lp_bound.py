@@ -17,13 +17,13 @@ from longshore.core import labels as wk
 from longshore.core.model import ClusterConfig, NodePool
 from longshore.core.scheduling import solve
 from longshore.core.scheduling.templates import build_templates
-from longshore.sim.lp_bound import (
+from longshore_sim.lp_bound import (
     ConfigurationBound,
     configuration_bound,
     fluid_lower_bound,
     lower_bounds,
 )
-from longshore.sim.lp_bound import _price_bin as price_bin
+from longshore_sim.lp_bound import _price_bin as price_bin
 from tests.builders import (
     anti_affinity,
     catalog,

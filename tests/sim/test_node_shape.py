@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from longshore.core.model import Taint
-from longshore.sim.cluster.bootstrap import NodeBootstrap, from_adapter, read_kubelet_flags
-from longshore.sim.cluster.capacity import default_kube_reserved, eni_max_pods, node_shape, quantities
+from longshore_sim.cluster.bootstrap import NodeBootstrap, from_adapter, read_kubelet_flags
+from longshore_sim.cluster.capacity import default_kube_reserved, eni_max_pods, node_shape, quantities
 
 MIB = 2**20
 GIB = 2**30

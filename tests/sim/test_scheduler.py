@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from longshore.sim.clock import VirtualClock
-from longshore.sim.cluster.scheduler import SimpleScheduler
-from longshore.sim.kubeapi.store import ObjectStore
+from longshore_sim.clock import VirtualClock
+from longshore_sim.cluster.scheduler import SimpleScheduler
+from longshore_sim.kubeapi.store import ObjectStore
 from tests.sim import manifests
 
 

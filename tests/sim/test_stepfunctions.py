@@ -12,14 +12,14 @@ import pytest
 from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.core import telemetry
 from longshore.core.commands import DisruptionCommand, RotationRequest
-from longshore.sim.clock import VirtualClock
-from longshore.sim.stepfunctions import (
+from longshore.workflow.steps import WorkflowLimits
+from longshore_sim.clock import VirtualClock
+from longshore_sim.stepfunctions import (
     SimulatedWorkflows,
     SimulatorError,
     StepFunctionsSimulator,
     steps_invoker,
 )
-from longshore.workflow.steps import WorkflowLimits
 from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world, run_clock
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from longshore.sim.clock import VirtualClock
-from longshore.sim.cluster.scheduler import SimpleScheduler
-from longshore.sim.cluster.workloads import (
+from longshore_sim.clock import VirtualClock
+from longshore_sim.cluster.scheduler import SimpleScheduler
+from longshore_sim.cluster.workloads import (
     DaemonSetController,
     DeploymentController,
     PodGarbageCollector,
     ReplicaSetController,
 )
-from longshore.sim.kubeapi.store import ObjectStore
+from longshore_sim.kubeapi.store import ObjectStore
 from tests.sim import manifests
 
 

@@ -22,9 +22,9 @@ from longshore.adapters.memory import MemoryClaimStore
 from longshore.core.claims import CloudInstance, NodeClaim, provider_id
 from longshore.core.drain import parse_timestamp
 from longshore.ports.kube import ClusterUnavailableError, EvictionResult, KubeEvent, Manifest, NodePatch
-from longshore.sim.clock import VirtualClock
-from longshore.sim.stepfunctions import StepFunctionsSimulator
 from longshore.workflow.steps import StepPorts, WorkflowLimits
+from longshore_sim.clock import VirtualClock
+from longshore_sim.stepfunctions import StepFunctionsSimulator
 
 CLUSTER = "demo-cluster"
 START = 1_767_225_600.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from longshore.core.commands import DisruptionCommand
-from longshore.sim.stepfunctions import Execution, SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
+from longshore_sim.stepfunctions import Execution, SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
 from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world, run_clock
 
 RECLAIM_NOTICE_S = 120.0

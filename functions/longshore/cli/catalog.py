@@ -2,16 +2,15 @@
 
 Theory of operation: the cluster configuration is loaded (and validated) as every command does, then the
 catalog for the cluster's region is built by the same code the provisioner runs (`adapters.aws.instance_types.
-load_catalog`). Without `--live` that code talks to moto in-process (`mock_aws`, started here and announced on
-stderr): moto's DescribeInstanceTypes/Offerings shapes are realistic, and prices come from the shipped table
-because moto has no Pricing API and fakes spot prices. With `--live` it talks to AWS with the default
-credentials. For each pool, the pool's requirements (plus its template labels and `karpenter.sh/nodepool`) pick
+load_catalog`) with `--live`, against AWS with the default credentials. Without `--live` no AWS call is made:
+the shapes and zone offerings are EC2's own answers shipped as package data (`longshore/data/ec2/`, see
+`adapters.aws.instance_types.offline_catalog`) and prices come from the shipped table. For each pool, the pool's requirements (plus its template labels and `karpenter.sh/nodepool`) pick
 the compatible types, cheapest first; each is shown with its labels, its allocatable (capacity minus kube- and
 system-reserved and the eviction threshold, before DaemonSets; reference §1.8, using the pool's kubelet
 settings and node class) and every offering the pool's zone/capacity-type requirements allow.
 
 JSON schema (stable; quantities are Kubernetes quantity strings, prices USD per hour):
-    {"region": str, "aws": "moto" | "live", "prices": str,
+    {"region": str, "aws": "offline" | "live", "prices": str,
      "nodepools": {POOL: [{"name", "labels": {k: v}, "allocatable": {resource: qty}, "capacity": {resource: qty},
                            "offerings": [{"zone", "zone_id", "capacity_type", "price", "available"}]}]},
      "reasons": {POOL: str}}   # only pools with no compatible type
@@ -20,10 +19,7 @@ JSON schema (stable; quantities are Kubernetes quantity strings, prices USD per 
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +34,6 @@ from longshore.core.model import ClusterConfig, NodePool
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
 
 PRICING_REGION = "us-east-1"
-
-
-@contextmanager
-def _aws(live: bool) -> Iterator[str]:
-    """Yield "live" or "moto"; for moto, run the body inside an in-process `mock_aws`."""
-    if live:
-        yield "live"
-        return
-    os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-    try:
-        from moto import mock_aws
-    except ImportError as exc:  # moto is a development dependency
-        raise click.ClickException(
-            "moto is not installed, so AWS cannot be emulated; install the dev dependencies or pass --live"
-        ) from exc
-    with mock_aws():
-        yield "moto"
 
 
 def pool_requirements(pool: NodePool) -> Requirements:
@@ -125,15 +104,19 @@ def build_report(cluster: ClusterConfig, catalog: Catalog, aws: str) -> dict[str
 
 
 def load(cluster: ClusterConfig, live: bool) -> tuple[Catalog, str]:
-    """The region's catalog, from moto (default) or AWS."""
+    """The region's catalog, from the shipped EC2 data (default) or AWS."""
+    from longshore.adapters.aws.instance_types import OfflineDataMissing, load_catalog, offline_catalog
+
+    if not live:
+        try:
+            return offline_catalog(cluster.region), "offline"
+        except OfflineDataMissing as missing:
+            raise click.ClickException(f"{missing}; pass --live to ask AWS") from None
     import boto3  # type: ignore[import-untyped]  # imported here: `longshore --help` stays fast
 
-    from longshore.adapters.aws.instance_types import load_catalog
-
-    with _aws(live) as aws:
-        ec2 = boto3.client("ec2", region_name=cluster.region)
-        pricing = boto3.client("pricing", region_name=PRICING_REGION)
-        return load_catalog(ec2, pricing, cluster.region, WallClock()), aws
+    ec2 = boto3.client("ec2", region_name=cluster.region)
+    pricing = boto3.client("pricing", region_name=PRICING_REGION)
+    return load_catalog(ec2, pricing, cluster.region, WallClock()), "live"
 
 
 def _print_table(report: dict[str, Any], limit: int) -> None:
@@ -175,7 +158,9 @@ def _print_table(report: dict[str, Any], limit: int) -> None:
 @click.command("catalog")
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON schema instead of tables.")
-@click.option("--live", is_flag=True, help="Ask AWS (default credentials) instead of emulating it with moto.")
+@click.option(
+    "--live", is_flag=True, help="Ask AWS (default credentials) instead of using the shipped EC2 data."
+)
 @click.option("--limit", default=15, show_default=True, help="Rows per pool in the table output.")
 def command(
     config_paths: tuple[Path, ...], region: str, cluster_name: str, as_json: bool, live: bool, limit: int
@@ -184,8 +169,7 @@ def command(
     cluster = load_from_options(config_paths, region, cluster_name)
     if not live:
         click.echo(
-            f"AWS is emulated by moto in-process (no network); region {cluster.region}. "
-            "Pass --live to ask AWS.",
+            f"EC2 data shipped with Longshore (no network); region {cluster.region}. Pass --live to ask AWS.",
             err=True,
         )
     catalog, aws = load(cluster, live)

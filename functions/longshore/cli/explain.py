@@ -15,7 +15,7 @@ claims from the claim store) and asks the same pure code, so its answer is the o
 The cluster is reached with `--kubeconfig` (default: the usual kubeconfig) or `--server URL` (plus
 `--token`); the claims come from the DynamoDB table (`--table`, the production adapter, so
 `AWS_ENDPOINT_URL` can point it at moto) or from a JSON file (`--claims`, a list of claim documents as the
-store keeps them). Prices come from the offline catalog (EC2 shapes shipped with moto, the shipped price
+store keeps them). Prices come from the offline catalog (EC2 shapes shipped as package data, the shipped price
 table) unless `--live` asks AWS. `--now EPOCH` evaluates at another time (reproducible output); `--json`
 prints `{"kind", "name", "verdict", "reason", "details"}`. Exit status: 0 with an answer, 1 when the object
 does not exist, 2 for bad options or configuration.
@@ -152,7 +152,7 @@ def claim_store(table: str | None, claims_file: Path | None, region: str) -> Cla
 
 
 def offline_catalog(region: str) -> Catalog:
-    """EC2's instance shapes and zones as moto ships them, priced from the shipped table (no AWS calls)."""
+    """EC2's instance shapes and zones as the package ships them (`longshore/data/ec2/`), priced from the shipped table (no AWS calls)."""
     from longshore.adapters.aws.instance_types import OfflineDataMissing
     from longshore.adapters.aws.instance_types import offline_catalog as build
 

@@ -3,22 +3,25 @@
 Theory of operation: `longshore --help` and each command must start fast, so the group imports a command's
 module only when that command runs. Each command lives in its own module (`cli/validate.py` defines
 `command`), registered by name in `COMMANDS` below.
+
+The simulation's commands live in the separate `longshore_sim` package (`pip install 'longshore[sim]'`), which
+the product never imports statically (import-linter forbids it). They are named here by module path only; when
+the simulation's dependencies are missing, the command exists but says what to install instead of failing.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 import click
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
     "validate": ("longshore.cli.validate", "Validate cluster configs and Karpenter manifests."),
-    "demo": ("longshore.cli.demo", "Run the local end-to-end demo."),
+    "demo": ("longshore_sim.cli.demo", "Run the local end-to-end demo."),
     "catalog": ("longshore.cli.catalog", "Show the instance types and offerings each pool may use."),
     "plan": ("longshore.cli.plan", "Plan node claims for pending pods (a dry run of the packing engine)."),
-    "simulate": ("longshore.cli.simulate", "Run a scenario on the simulated cluster and write a report."),
+    "simulate": ("longshore_sim.cli.simulate", "Run a scenario on the simulated cluster and write a report."),
     "event": ("longshore.cli.event", "Show what Longshore would do with an EventBridge event."),
     "rotate": ("longshore.cli.rotate", "Start a manual node rotation."),
     "explain": ("longshore.cli.explain", "Explain why a node is not disrupted or a pod is pending."),
@@ -29,17 +32,16 @@ class LazyGroup(click.Group):
     """A click group that imports each subcommand's module on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [
-            name for name, (module, _) in COMMANDS.items() if importlib.util.find_spec(module) is not None
-        ]
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
         module_name, _ = COMMANDS[cmd_name]
-        if importlib.util.find_spec(module_name) is None:
-            return None
-        command = importlib.import_module(module_name).command
+        try:
+            command = importlib.import_module(module_name).command
+        except ModuleNotFoundError as missing:
+            return _needs_extra(cmd_name, module_name, missing)
         assert isinstance(command, click.Command)
         return command
 
@@ -48,6 +50,22 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _needs_extra(name: str, module_name: str, missing: ModuleNotFoundError) -> click.Command:
+    """A stand-in for a command whose optional dependencies are not installed: it says what to install."""
+    if not module_name.startswith("longshore_sim") and missing.name and missing.name.startswith("longshore"):
+        raise missing
+    extra = "sim" if module_name.startswith("longshore_sim") else "all"
+
+    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def unavailable() -> None:
+        raise click.ClickException(
+            f"`longshore {name}` needs the simulation, which is not installed (missing module "
+            f"{missing.name!r}): pip install 'longshore[{extra}]'"
+        )
+
+    return unavailable
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,7 +4,7 @@ Theory of operation: the cluster comes from `--config` (the config loader, every
 line), pending pods and DaemonSets from `--pods` (Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet
 manifests; replicas expanded), existing nodes and their pods from `--nodes` (Node manifests plus pods with
 `spec.nodeName`). The instance catalog is EC2's: the DescribeInstanceTypes / DescribeInstanceTypeOfferings
-shapes moto ships for the region, priced from `longshore/data/prices.json`, assembled by the production
+shapes shipped for the region (`longshore/data/ec2/`), priced from `longshore/data/prices.json`, assembled by the production
 adapter (`adapters.aws.instance_types.build_catalog`); nothing leaves the machine. The engine runs once;
 the table shows the claims (pool, instance type, zone, capacity type, $/h, pod count), where every pod goes
 and why the rest cannot run. `--json` prints `Plan.to_dict()` (schema in docs/scheduling.md).
@@ -26,7 +26,7 @@ from longshore.core.scheduling import Plan, SchedulingInput, solve
 
 
 def offline_catalog(region: str) -> Catalog:
-    """EC2's instance shapes and zone offerings for `region` as moto ships them, priced from the shipped table."""
+    """EC2's instance shapes and zone offerings for `region` as the package ships them, priced from the shipped table."""
     from longshore.adapters.aws.instance_types import OfflineDataMissing
     from longshore.adapters.aws.instance_types import offline_catalog as build
 

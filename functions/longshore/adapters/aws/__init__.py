@@ -2,7 +2,7 @@
 
 Theory of operation: every adapter takes its boto3 clients through its constructor (never creates them), so the
 same code runs against AWS, against moto in-process, and against a ThreadedMotoServer, and so the simulation
-can attach its fault injectors (`longshore.sim.aws`) to the very clients production code uses. Modules, one
+can attach its fault injectors (`longshore_sim.aws`) to the very clients production code uses. Modules, one
 concern each:
 
 - `eks`              endpoint, CA and IAM bearer token; a configured kubernetes ApiClient

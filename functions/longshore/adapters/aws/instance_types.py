@@ -118,33 +118,35 @@ def load_catalog(
 
 
 class OfflineDataMissing(LookupError):
-    """No offline EC2 data for a region (moto, which ships it, is a development dependency)."""
+    """No offline EC2 data for a region (the package ships `longshore/data/ec2/` for every region moto knows)."""
 
 
 def _offline_resource(*parts: str) -> Any:
+    """A file of the shipped EC2 data (`longshore/data/ec2/`, generated from moto's copy of EC2's answers by
+    `python -m longshore_sim.ec2_data`; provenance in `PROVENANCE.json` beside it)."""
     try:
-        path = resources.files("moto").joinpath("ec2", "resources", *parts)
+        path = resources.files("longshore").joinpath("data", "ec2", *parts)
         with path.open("rb") as handle:
             return json.loads(gzip.decompress(handle.read()))
-    except (ModuleNotFoundError, FileNotFoundError) as error:
-        raise OfflineDataMissing(f"no offline EC2 instance data ({'/'.join(parts)}): {error}") from error
+    except FileNotFoundError as error:
+        raise OfflineDataMissing(f"no offline EC2 instance data ({'/'.join(parts)})") from error
 
 
 @functools.cache
 def offline_catalog(region: str, names: tuple[str, ...] | None = None) -> Catalog:
-    """The catalog without any AWS call: EC2's real instance shapes and zone offerings as moto ships them
+    """The catalog without any AWS call: EC2's real instance shapes and zone offerings as the package ships them
     (the same DescribeInstanceTypes data the live path reads), priced from the shipped table. Used by the
     CLI's dry runs (`plan`, `catalog`, `explain` without `--live`), the tests and the benchmark."""
     shapes = _offline_resource("instance_types.json.gz")
     zones_of: dict[str, set[str]] = {}
-    for entry in _offline_resource("instance_type_offerings", "availability-zone", f"{region}.json.gz"):
+    for entry in _offline_resource("offerings", f"{region}.json.gz"):
         zones_of.setdefault(entry["InstanceType"], set()).add(entry["Location"])
     wanted = set(names) if names else None
     region_shapes = RegionShapes(
         region=region,
         types=tuple(info for key, info in sorted(shapes.items()) if wanted is None or key in wanted),
         zones_of={k: tuple(sorted(v)) for k, v in zones_of.items()},
-        zone_ids={},
+        zone_ids=dict(_offline_resource("zones.json.gz").get(region, {})),
         fetched_at=0.0,
     )
     return build_catalog(region_shapes, RegionPrices(region, {}, {}, "table", "table", 0.0, shipped_table()))

@@ -1,0 +1,170 @@
+"""AMI resolution: the image to boot for a node class, per architecture and accelerator variant.
+
+Theory of operation: for the EKS-optimised families the image comes from the public SSM parameter that AWS
+keeps for the cluster's Kubernetes version (`ssm_parameter_name`; Karpenter `pkg/providers/amifamily/*.go`):
+
+    AL2           /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2[-arm64|-gpu]/recommended/image_id
+    AL2023        /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<x86_64|arm64>/<standard|nvidia|neuron>/recommended/image_id
+    Bottlerocket  /aws/service/bottlerocket/aws-k8s-<k8s>[-nvidia]/<x86_64|arm64>/latest/image_id
+
+An alias (`al2023@latest`, `bottlerocket@v1.20.0`...) picks the family and version; no selector terms means
+the node class's family at `latest`. Parameters are read by exact name with `GetParameter` (never a path scan:
+`/aws/service` holds tens of thousands of names). Other selector terms (`id`, `name` + `owner`, `tags`,
+`ssmParameter`) go through `DescribeImages`; among matching images of the wanted architecture the newest
+`CreationDate` wins, then the name (Karpenter's order). Results are cached for the resolver's lifetime (one run).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from longshore.adapters.aws.retry import ClientError
+from longshore.core.model import NodeClass, SelectorTerm
+
+DEFAULT_OWNERS: Final = ("self", "amazon")
+_ALIAS_FAMILIES: Final = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket"}
+
+
+class AmiError(ValueError):
+    """No image for a node class (names the node class, the field and the parameter or term)."""
+
+
+def _al2_suffix(arch: str, accelerator: str) -> str:
+    if accelerator in ("nvidia", "neuron") and arch == "x86_64":
+        return "-gpu"
+    return "-arm64" if arch == "arm64" else ""
+
+
+def ssm_parameter_name(
+    family: str, k8s_version: str, arch: str, accelerator: str = "", version: str = "latest"
+) -> str:
+    """The public SSM parameter holding the image id of `family` for this Kubernetes version and variant."""
+    if arch not in ("x86_64", "arm64"):
+        raise AmiError(f"architecture {arch!r} is not x86_64 or arm64")
+    if family == "AL2":
+        suffix = _al2_suffix(arch, accelerator)
+        leaf = "recommended" if version == "latest" else f"amazon-eks{suffix}-node-{k8s_version}-{version}"
+        return f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2{suffix}/{leaf}/image_id"
+    if family == "AL2023":
+        variant = accelerator if accelerator in ("nvidia", "neuron") else "standard"
+        if variant == "neuron" and arch != "x86_64":
+            variant = "standard"
+        leaf = (
+            "recommended"
+            if version == "latest"
+            else f"amazon-eks-node-al2023-{arch}-{variant}-{k8s_version}-{version}"
+        )
+        return (
+            f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/{arch}/{variant}/{leaf}/image_id"
+        )
+    if family == "Bottlerocket":
+        flavour = "-nvidia" if accelerator == "nvidia" else ""
+        return f"/aws/service/bottlerocket/aws-k8s-{k8s_version}{flavour}/{arch}/{version}/image_id"
+    raise AmiError(f"amiFamily {family!r} has no public SSM parameter; use amiSelectorTerms")
+
+
+def parse_alias(alias: str) -> tuple[str, str]:
+    """(`family`, `version`) of an alias such as `al2023@latest`."""
+    name, _, version = alias.partition("@")
+    family = _ALIAS_FAMILIES.get(name.lower())
+    if family is None or not version:
+        raise AmiError(f"amiSelectorTerms alias {alias!r} is not <al2|al2023|bottlerocket>@<version|latest>")
+    return family, version
+
+
+def effective_family(node_class: NodeClass) -> str:
+    """The family user data is rendered for: the alias's, else the node class's `amiFamily`."""
+    for term in node_class.ami_selector_terms:
+        if term.alias:
+            return parse_alias(term.alias)[0]
+    return node_class.ami_family
+
+
+REFRESH_SECONDS = 300.0  # how long a resolved AMI is trusted; the planner re-reads drift targets as often
+
+
+class AmiResolver:
+    """Resolves image ids for node classes, caching answers until `refresh_if_stale` finds them too old.
+
+    A warm Lambda container lives for hours; without a refresh it would keep launching the AMI it saw first
+    after a new one is published, and the planner would find every new node drifted.
+    """
+
+    def __init__(self, ssm: Any, ec2: Any, *, ttl_s: float = REFRESH_SECONDS) -> None:
+        self._ssm = ssm
+        self._ec2 = ec2
+        self._ttl_s = ttl_s
+        self._fetched_at: float | None = None
+        self._parameters: dict[str, str] = {}
+        self._images: dict[tuple[SelectorTerm, ...], tuple[dict[str, Any], ...]] = {}
+
+    def refresh_if_stale(self, now: float) -> None:
+        """Forget cached answers older than the TTL (`now` comes from the caller's clock)."""
+        if self._fetched_at is None or now - self._fetched_at >= self._ttl_s:
+            self._parameters.clear()
+            self._images.clear()
+            self._fetched_at = now
+
+    def parameter(self, name: str, node_class: str = "") -> str:
+        if name not in self._parameters:
+            try:
+                value = self._ssm.get_parameter(Name=name)["Parameter"]["Value"]
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                raise AmiError(
+                    f"EC2NodeClass {node_class}: SSM parameter {name} cannot be read ({code})"
+                ) from error
+            self._parameters[name] = str(value)
+        return self._parameters[name]
+
+    def resolve(self, node_class: NodeClass, k8s_version: str, arch: str, accelerator: str = "") -> str:
+        """The image id to boot instances of `arch`/`accelerator` with `node_class`."""
+        terms = node_class.ami_selector_terms
+        alias = next((t.alias for t in terms if t.alias), None)
+        if alias or not terms:
+            family, version = parse_alias(alias) if alias else (node_class.ami_family, "latest")
+            if family not in ("AL2", "AL2023", "Bottlerocket"):
+                raise AmiError(
+                    f"EC2NodeClass {node_class.name}: amiFamily {family} needs spec.amiSelectorTerms (no public parameter)"
+                )
+            return self.parameter(
+                ssm_parameter_name(family, k8s_version, arch, accelerator, version), node_class.name
+            )
+        images = [i for i in self._selected_images(node_class) if i.get("Architecture", "x86_64") == arch]
+        if not images:
+            raise AmiError(f"EC2NodeClass {node_class.name}: spec.amiSelectorTerms match no {arch} image")
+        images.sort(key=lambda i: (str(i.get("CreationDate", "")), str(i.get("Name", ""))), reverse=True)
+        return str(images[0]["ImageId"])
+
+    def _selected_images(self, node_class: NodeClass) -> tuple[dict[str, Any], ...]:
+        key = node_class.ami_selector_terms
+        if key in self._images:
+            return self._images[key]
+        found: dict[str, dict[str, Any]] = {}
+        for term in key:
+            kwargs: dict[str, Any] = {}
+            filters: list[dict[str, Any]] = [{"Name": "state", "Values": ["available"]}]
+            if term.ssm_parameter:
+                kwargs["ImageIds"] = [self.parameter(term.ssm_parameter, node_class.name)]
+            elif term.id:
+                kwargs["ImageIds"] = [term.id]
+            else:
+                if term.name:
+                    filters.append({"Name": "name", "Values": [term.name]})
+                for tag_key, tag_value in term.tags:
+                    if tag_value == "*":
+                        filters.append({"Name": "tag-key", "Values": [tag_key]})
+                    else:
+                        filters.append({"Name": f"tag:{tag_key}", "Values": [tag_value]})
+                kwargs["Owners"] = [term.owner] if term.owner else list(DEFAULT_OWNERS)
+            try:
+                response = self._ec2.describe_images(Filters=filters, **kwargs)
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                raise AmiError(
+                    f"EC2NodeClass {node_class.name}: spec.amiSelectorTerms {term} failed: {code}"
+                ) from error
+            for image in response.get("Images", []):
+                found[str(image["ImageId"])] = image
+        self._images[key] = tuple(found.values())
+        return self._images[key]

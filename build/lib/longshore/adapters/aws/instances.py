@@ -1,0 +1,95 @@
+"""The instances we own, read from EC2 by id or by tag, and terminated by id (`ports.cloud.Instances`).
+
+Theory of operation: an instance is ours when it carries `longshore.io/cluster=<cluster>`; its claim is the
+`karpenter.sh/nodeclaim` tag. DescribeInstances is filtered by those tags server-side (tag filters are the
+ones every EC2 implementation supports; `instance-lifecycle` is not, so the capacity type is read from
+`InstanceLifecycle`). `created_at` is the `longshore.io/created-at` tag (our clock) when present, else EC2's
+LaunchTime. Terminate is idempotent: unknown ids are dropped and the call is retried once without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from longshore.adapters.aws import tags as tagnames
+from longshore.adapters.aws.retry import ClientError
+from longshore.core.claims import CloudInstance
+
+LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-down")
+
+
+def to_cloud_instance(item: dict[str, Any]) -> CloudInstance:
+    tags = tagnames.from_ec2(item.get("Tags"))
+    created = tags.get(tagnames.CREATED_AT)
+    launch_time: Any = item.get("LaunchTime")
+    created_at = (
+        float(created) if created else (float(launch_time.timestamp()) if launch_time is not None else 0.0)
+    )
+    return CloudInstance(
+        instance_id=str(item["InstanceId"]),
+        state=str(item.get("State", {}).get("Name", "unknown")),
+        instance_type=str(item.get("InstanceType", "")),
+        zone=str(item.get("Placement", {}).get("AvailabilityZone", "")),
+        capacity_type="spot" if item.get("InstanceLifecycle") == "spot" else "on-demand",
+        claim_id=tags.get(tagnames.NODECLAIM),
+        nodepool=tags.get(tagnames.NODEPOOL),
+        created_at=created_at,
+        image_id=item.get("ImageId"),
+    )
+
+
+class Ec2Instances:
+    """`ports.cloud.Instances` on EC2, for one cluster."""
+
+    def __init__(self, ec2: Any, cluster: str) -> None:
+        self._ec2 = ec2
+        self._cluster = cluster
+
+    def _describe(self, **kwargs: Any) -> tuple[CloudInstance, ...]:
+        found: list[CloudInstance] = []
+        while True:
+            response = self._ec2.describe_instances(**kwargs)
+            for reservation in response.get("Reservations", []):
+                found.extend(to_cloud_instance(item) for item in reservation.get("Instances", []))
+            token = response.get("NextToken")
+            if not token:
+                return tuple(sorted(found, key=lambda i: i.instance_id))
+            kwargs["NextToken"] = token
+
+    def describe(self, instance_ids: Iterable[str]) -> tuple[CloudInstance, ...]:
+        ids = sorted(set(instance_ids))
+        if not ids:
+            return ()
+        return self._describe(Filters=[{"Name": "instance-id", "Values": ids}])
+
+    def list_owned(self) -> tuple[CloudInstance, ...]:
+        return self._describe(
+            Filters=[
+                {"Name": f"tag:{tagnames.CLUSTER}", "Values": [self._cluster]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES[:-1])},
+            ]
+        )
+
+    def find_by_claim(self, claim_id: str) -> CloudInstance | None:
+        found = self._describe(
+            Filters=[
+                {"Name": f"tag:{tagnames.CLUSTER}", "Values": [self._cluster]},
+                {"Name": f"tag:{tagnames.NODECLAIM}", "Values": [claim_id]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES[:-1])},
+            ]
+        )
+        return found[0] if found else None
+
+    def terminate(self, instance_ids: Iterable[str]) -> None:
+        ids = sorted(set(instance_ids))
+        if not ids:
+            return
+        try:
+            self._ec2.terminate_instances(InstanceIds=ids)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
+                raise
+            known = [i.instance_id for i in self.describe(ids)]
+            if known:
+                self._ec2.terminate_instances(InstanceIds=known)

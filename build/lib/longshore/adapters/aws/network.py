@@ -1,0 +1,106 @@
+"""Subnets and security groups from a node class's selector terms, and the subnet to use in each zone.
+
+Theory of operation: selector terms are ORed; within a term every given field must match (tags ANDed, a tag
+value `"*"` meaning "the key is present", `id`, or `name` = the `Name` tag for subnets / the group name for
+security groups). Each term becomes one Describe call with EC2 filters, and the union is taken. Per zone the
+subnet with the most available IPs is chosen (Karpenter `pkg/providers/subnet/subnet.go`), ties broken by id so
+the choice is deterministic. An empty selection is an error naming the node class, because launching without
+a subnet or a security group cannot succeed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from longshore.core.model import SelectorTerm
+
+
+class SelectionError(ValueError):
+    """Selector terms that match nothing (names the node class and the field)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Subnet:
+    subnet_id: str
+    zone: str
+    available_ips: int
+    zone_id: str = ""
+
+
+def _tag_filters(term: SelectorTerm) -> list[dict[str, Any]]:
+    filters: list[dict[str, Any]] = []
+    for key, value in term.tags:
+        if value == "*":
+            filters.append({"Name": "tag-key", "Values": [key]})
+        else:
+            filters.append({"Name": f"tag:{key}", "Values": [value]})
+    return filters
+
+
+def _describe_all(call: Any, key: str, **kwargs: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    while True:
+        response = call(**kwargs)
+        items.extend(response.get(key, []))
+        token = response.get("NextToken")
+        if not token:
+            return items
+        kwargs["NextToken"] = token
+
+
+def select_subnets(ec2: Any, terms: Iterable[SelectorTerm], node_class: str = "") -> tuple[Subnet, ...]:
+    """Every subnet matching any term, sorted by zone then id."""
+    found: dict[str, Subnet] = {}
+    for term in terms:
+        filters = _tag_filters(term)
+        if term.id:
+            filters.append({"Name": "subnet-id", "Values": [term.id]})
+        if term.name:
+            filters.append({"Name": "tag:Name", "Values": [term.name]})
+        if not filters:
+            continue
+        for item in _describe_all(ec2.describe_subnets, "Subnets", Filters=filters):
+            found[item["SubnetId"]] = Subnet(
+                subnet_id=item["SubnetId"],
+                zone=item["AvailabilityZone"],
+                available_ips=int(item.get("AvailableIpAddressCount", 0)),
+                zone_id=item.get("AvailabilityZoneId", ""),
+            )
+    if not found:
+        raise SelectionError(f"EC2NodeClass {node_class}: spec.subnetSelectorTerms match no subnet")
+    return tuple(sorted(found.values(), key=lambda s: (s.zone, s.subnet_id)))
+
+
+def subnet_per_zone(subnets: Iterable[Subnet]) -> dict[str, Subnet]:
+    """For each zone, the subnet with the most available IPs (ties: lowest id)."""
+    best: dict[str, Subnet] = {}
+    for subnet in subnets:
+        current = best.get(subnet.zone)
+        if current is None or (subnet.available_ips, current.subnet_id) > (
+            current.available_ips,
+            subnet.subnet_id,
+        ):
+            best[subnet.zone] = subnet
+    return dict(sorted(best.items()))
+
+
+def select_security_groups(ec2: Any, terms: Iterable[SelectorTerm], node_class: str = "") -> tuple[str, ...]:
+    """Ids of every security group matching any term, sorted."""
+    found: set[str] = set()
+    for term in terms:
+        filters = _tag_filters(term)
+        if term.id:
+            filters.append({"Name": "group-id", "Values": [term.id]})
+        if term.name:
+            filters.append({"Name": "group-name", "Values": [term.name]})
+        if not filters:
+            continue
+        for item in _describe_all(ec2.describe_security_groups, "SecurityGroups", Filters=filters):
+            found.add(item["GroupId"])
+    if not found:
+        raise SelectionError(
+            f"EC2NodeClass {node_class}: spec.securityGroupSelectorTerms match no security group"
+        )
+    return tuple(sorted(found))

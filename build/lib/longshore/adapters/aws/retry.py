@@ -1,0 +1,73 @@
+"""Client configuration and throttling: botocore's own retries first, then one bounded retry of our own.
+
+Theory of operation: every client we create uses botocore's `standard` retry mode (`CLIENT_CONFIG`), which
+already retries throttling codes such as EC2's `RequestLimitExceeded` with jittered exponential backoff. When a
+call is still throttled after botocore gives up, `call_with_backoff` retries it a bounded number of times more
+with its own exponential backoff, sleeping through the injected `sleep` (the Lambda's clock; a virtual clock in
+the simulation), and then re-raises, so a throttled run fails one claim cleanly instead of looping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+from botocore.config import Config  # type: ignore[import-untyped]
+from botocore.exceptions import ClientError as ClientError  # type: ignore[import-untyped]
+
+T = TypeVar("T")
+
+THROTTLING_CODES: Final = frozenset(
+    {
+        "RequestLimitExceeded",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestThrottled",
+        "SlowDown",
+    }
+)
+
+#: botocore retries: standard mode (throttles, 5xx, transient errors), 4 attempts in all.
+CLIENT_CONFIG: Final = Config(
+    retries={"total_max_attempts": 4, "mode": "standard"}, connect_timeout=5, read_timeout=30
+)
+
+OWN_RETRIES: Final = 4
+BASE_DELAY_S: Final = 1.0
+MAX_DELAY_S: Final = 8.0
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def is_throttle(error: BaseException) -> bool:
+    return isinstance(error, ClientError) and error_code(error) in THROTTLING_CODES
+
+
+def backoff_delays(
+    retries: int = OWN_RETRIES, base_s: float = BASE_DELAY_S, cap_s: float = MAX_DELAY_S
+) -> tuple[float, ...]:
+    """The sleeps between our own attempts: base, 2*base, 4*base... capped (deterministic, no jitter)."""
+    return tuple(min(cap_s, base_s * 2**i) for i in range(retries))
+
+
+def call_with_backoff(call: Callable[[], T], sleep: Callable[[float], None], retries: int = OWN_RETRIES) -> T:
+    """`call()`, retried after throttling errors with bounded exponential backoff; other errors pass through."""
+    delays = backoff_delays(retries)
+    for delay in delays:
+        try:
+            return call()
+        except ClientError as error:
+            if not is_throttle(error):
+                raise
+            sleep(delay)
+    return call()
+
+
+def client(session: Any, service: str, region: str | None = None) -> Any:
+    """A boto3 client of `session` with Longshore's retry configuration (the way handlers should create them)."""
+    return session.client(service, region_name=region, config=CLIENT_CONFIG)

@@ -1,0 +1,263 @@
+"""`ports.kube.Cluster` and `PodWatch` on the `kubernetes` Python client (36.0.3).
+
+Theory of operation: built from a configured `kubernetes.client.ApiClient` (production: `adapters.aws.eks`;
+tests and the simulation: the loopback API emulator). Reads ask for the raw response (`_preload_content=False`)
+and parse the JSON themselves, so objects come back exactly as the API server sent them (the dict shape the
+port promises) without building client models; list calls follow `metadata.continue` pages. Writes send
+plain dict bodies (a dict `patch_node` body is a strategic-merge patch; `spec.taints` has no merge key, so
+the list is replaced, which is what `NodePatch.taints` means). Every call goes through `call_with_retries`
+(5xx, throttling 429, timeouts); an eviction refused by a PodDisruptionBudget is an answer, not a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
+
+from longshore.adapters.kube.retry import (
+    RetryPolicy,
+    call_with_retries,
+    is_pdb_refusal,
+    is_transient,
+    status_body,
+)
+from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch
+
+PAGE_SIZE: Final = 500
+REQUEST_TIMEOUT: Final = (5.0, 30.0)  # connect, read (seconds)
+_FINISHED_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+
+def _rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json(response: Any) -> Manifest:
+    data = response.data
+    parsed = json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+    if not isinstance(parsed, dict):
+        raise ValueError(f"the API server answered {type(parsed).__name__}, expected an object")
+    return parsed
+
+
+class KubeCluster:
+    """The cluster through the Kubernetes API (see the module docstring)."""
+
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        *,
+        component: str = "longshore",
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], float] = time.time,
+        event_namespace: str = "default",
+    ) -> None:
+        self._core = k8s.CoreV1Api(api_client)
+        self._apps = k8s.AppsV1Api(api_client)
+        self._policy = k8s.PolicyV1Api(api_client)
+        self._component = component
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._now = now
+        self._event_namespace = event_namespace
+
+    # -- plumbing ---------------------------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
+        return call_with_retries(lambda: fn(*args, **kwargs), self._retry, self._sleep, what)
+
+    def _list(self, what: str, fn: Callable[..., Any], **kwargs: Any) -> list[Manifest]:
+        items: list[Manifest] = []
+        token: str | None = None
+        while True:
+            page_args = {k: v for k, v in kwargs.items() if v is not None}
+            if token:
+                page_args["_continue"] = token
+            body = _json(self._call(what, fn, limit=PAGE_SIZE, _preload_content=False, **page_args))
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue") or None
+            if not token:
+                return items
+
+    def _absent_is_none(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._call(what, fn, *args, **kwargs)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    # -- reads --------------------------------------------------------------------------------------------
+
+    def list_pods(self, *, node_name: str | None = None, label_selector: str | None = None) -> list[Manifest]:
+        selector = f"spec.nodeName={node_name}" if node_name else None
+        pods = self._list(
+            "list pods",
+            self._core.list_pod_for_all_namespaces,
+            field_selector=selector,
+            label_selector=label_selector,
+        )
+        if node_name:  # servers that ignore the field selector must not widen a drain
+            pods = [p for p in pods if (p.get("spec") or {}).get("nodeName") == node_name]
+        return pods
+
+    def list_pending_pods(self) -> list[Manifest]:
+        pods = self._list(
+            "list pending pods", self._core.list_pod_for_all_namespaces, field_selector="spec.nodeName="
+        )
+        return [
+            p
+            for p in pods
+            if not (p.get("spec") or {}).get("nodeName")
+            and (p.get("status") or {}).get("phase") not in _FINISHED_PHASES
+        ]
+
+    def list_nodes(self, *, label_selector: str | None = None) -> list[Manifest]:
+        return self._list("list nodes", self._core.list_node, label_selector=label_selector)
+
+    def get_node(self, name: str) -> Manifest | None:
+        response = self._absent_is_none(
+            f"read node {name}", self._core.read_node, name, _preload_content=False
+        )
+        return None if response is None else _json(response)
+
+    def list_daemonsets(self) -> list[Manifest]:
+        return self._list("list daemonsets", self._apps.list_daemon_set_for_all_namespaces)
+
+    def list_pdbs(self) -> list[Manifest]:
+        return self._list(
+            "list PodDisruptionBudgets", self._policy.list_pod_disruption_budget_for_all_namespaces
+        )
+
+    # -- writes -------------------------------------------------------------------------------------------
+
+    def patch_node(self, name: str, patch: NodePatch) -> Manifest | None:
+        metadata: dict[str, Any] = {}
+        if patch.labels:
+            metadata["labels"] = dict(patch.labels)
+        if patch.annotations:
+            metadata["annotations"] = dict(patch.annotations)
+        spec: dict[str, Any] = {}
+        if patch.taints is not None:
+            spec["taints"] = [
+                {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
+                for t in patch.taints
+            ]
+        if patch.unschedulable is not None:
+            spec["unschedulable"] = patch.unschedulable
+        body: dict[str, Any] = {}
+        if metadata:
+            body["metadata"] = metadata
+        if spec:
+            body["spec"] = spec
+        response = self._absent_is_none(
+            f"patch node {name}", self._core.patch_node, name, body, _preload_content=False
+        )
+        return None if response is None else _json(response)
+
+    def evict_pod(self, namespace: str, name: str, *, uid: str | None = None) -> EvictionResult:
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+
+        def evict() -> Any:
+            return self._core.create_namespaced_pod_eviction(
+                name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+
+        def transient(error: BaseException) -> bool:
+            return is_transient(error) and not is_pdb_refusal(error)
+
+        try:
+            call_with_retries(evict, self._retry, self._sleep, f"evict pod {namespace}/{name}", transient)
+        except ApiException as error:
+            message = str(status_body(error).get("message") or error.reason or "")
+            if is_pdb_refusal(error):
+                return EvictionResult("blocked", message)
+            if error.status in (404, 409):  # gone, or replaced by a pod with another UID
+                return EvictionResult("not-found", message)
+            raise
+        return EvictionResult("evicted")
+
+    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> bool:
+        response = self._absent_is_none(
+            f"delete pod {namespace}/{name}",
+            self._core.delete_namespaced_pod,
+            name,
+            namespace,
+            grace_period_seconds=grace_period_seconds,
+            _preload_content=False,
+        )
+        return response is not None
+
+    def delete_node(self, name: str) -> bool:
+        response = self._absent_is_none(
+            f"delete node {name}", self._core.delete_node, name, _preload_content=False
+        )
+        return response is not None
+
+    def post_event(self, event: KubeEvent) -> None:
+        stamp = _rfc3339(self._now())
+        involved = event.involved
+        namespace = involved.namespace or self._event_namespace
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{involved.name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": involved.api_version,
+                "kind": involved.kind,
+                "name": involved.name,
+                **({"namespace": involved.namespace} if involved.namespace else {}),
+                **({"uid": involved.uid} if involved.uid else {}),
+            },
+            "reason": event.reason,
+            "message": event.message[:1024],
+            "type": event.type,
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+        }
+        self._call(
+            f"post event {event.reason}",
+            self._core.create_namespaced_event,
+            namespace,
+            body,
+            _preload_content=False,
+        )
+
+    # -- watch --------------------------------------------------------------------------------------------
+
+    def watch_pending_pods(self, *, timeout_seconds: int) -> Iterator[tuple[str, Manifest]]:
+        """Stream unbound pods for `timeout_seconds` (server-side timeout); yields (event type, pod dict)."""
+        watcher = k8s_watch.Watch()
+        stream = watcher.stream(
+            self._core.list_pod_for_all_namespaces,
+            field_selector="spec.nodeName=",
+            timeout_seconds=timeout_seconds,
+            deserialize=False,  # plain dicts, no client models
+            _request_timeout=(REQUEST_TIMEOUT[0], timeout_seconds + REQUEST_TIMEOUT[1]),
+        )
+        try:
+            for event in stream:
+                raw = event.get("object")
+                if isinstance(raw, dict) and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    yield str(event["type"]), raw
+        finally:
+            watcher.stop()

@@ -1,0 +1,93 @@
+"""Retrying Kubernetes API calls: which failures are transient, and how long to back off.
+
+Theory of operation: the API server answers 5xx when it is overloaded or restarting, 429 when API Priority
+and Fairness throttles us, and connections time out; all of these are worth a few retries with exponential
+backoff (`RetryPolicy`). A 429 from the Eviction API that carries a `DisruptionBudget` cause is *not*
+transient: it is a PodDisruptionBudget's answer, and the drain handles it (`is_pdb_refusal`). Everything else
+(4xx) is returned to the caller at once. Sleeping goes through an injected function so tests and the
+simulation do not wait in real time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from longshore.ports.kube import ClusterUnavailableError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    attempts: int = 5
+    first_delay_s: float = 0.2
+    max_delay_s: float = 5.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (0-based)."""
+        return float(min(self.max_delay_s, self.first_delay_s * (2**attempt)))
+
+
+def status_body(error: Any) -> dict[str, Any]:
+    """The `Status` object an ApiException carries, or {} when the body is not one."""
+    body = getattr(error, "body", None)
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if not isinstance(body, str) or not body:
+        return {}
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def is_pdb_refusal(error: Any) -> bool:
+    """A PodDisruptionBudget refused an eviction: 429 with a DisruptionBudget cause, or the 500 that the API
+    server answers for a pod covered by more than one PDB."""
+    status = getattr(error, "status", None)
+    body = status_body(error)
+    message = str(body.get("message", "")).lower()
+    causes = (body.get("details") or {}).get("causes") or []
+    budget_cause = any(str(c.get("reason", "")) == "DisruptionBudget" for c in causes if isinstance(c, dict))
+    if status == 429:
+        return budget_cause or "disruption budget" in message
+    if status == 500:
+        return "more than one poddisruptionbudget" in message
+    return False
+
+
+def is_transient(error: BaseException) -> bool:
+    status = getattr(error, "status", None)
+    if isinstance(status, int):
+        return status >= 500 or status == 429
+    return isinstance(error, Urllib3Error | ConnectionError | TimeoutError)
+
+
+def call_with_retries(
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    sleep: Callable[[float], None],
+    what: str,
+    transient: Callable[[BaseException], bool] = is_transient,
+) -> T:
+    """`call()`, retried on transient failures; `ClusterUnavailableError` once the attempts are spent."""
+    last: BaseException | None = None
+    for attempt in range(policy.attempts):
+        try:
+            return call()
+        except Exception as error:
+            if not transient(error):
+                raise
+            last = error
+            if attempt + 1 < policy.attempts:
+                sleep(policy.delay(attempt))
+    detail = getattr(last, "status", None) or type(last).__name__
+    raise ClusterUnavailableError(
+        f"{what}: the API server kept failing ({detail}) after {policy.attempts} attempts"
+    )

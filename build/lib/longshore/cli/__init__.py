@@ -1,0 +1,1 @@
+"""The `longshore` command line tool."""

@@ -1,0 +1,397 @@
+"""`longshore explain (NODE | POD) --config CLUSTER`: why a node is not being disrupted, or why a pod is pending.
+
+Theory of operation: the command takes the same snapshot the planner Lambda takes (`services.disruption.
+take_snapshot`: nodes, pods, PDBs and DaemonSets through the Cluster port on the real kubernetes client,
+claims from the claim store) and asks the same pure code, so its answer is the one the Lambda acts on:
+
+- a NODE: `core.disruption.planner.plan` gives either the decision that includes it (reason, replacements,
+  $/h saved; a consolidation is carried out after a 15 s re-validation) or the reason it was passed over
+  (budget, PDB, do-not-disrupt, not initialized, no cheaper option...). Nodes this cluster does not own are
+  said to be so, and the pool's budgets are shown for every reason.
+- a POD (`NAMESPACE/NAME`, or a name found in one namespace): where it runs, or, when it is pending, what
+  the packing engine (`core.scheduling.solve`) does with it: the node or in-flight claim it fits, the node
+  it would launch, or the engine's reason it fits nowhere (requirements, taints, pool limits...).
+
+The cluster is reached with `--kubeconfig` (default: the usual kubeconfig) or `--server URL` (plus
+`--token`); the claims come from the DynamoDB table (`--table`, the production adapter, so
+`AWS_ENDPOINT_URL` can point it at moto) or from a JSON file (`--claims`, a list of claim documents as the
+store keeps them). Prices come from the offline catalog (EC2 shapes shipped as package data, the shipped price
+table) unless `--live` asks AWS. `--now EPOCH` evaluates at another time (reproducible output); `--json`
+prints `{"kind", "name", "verdict", "reason", "details"}`. Exit status: 0 with an answer, 1 when the object
+does not exist, 2 for bad options or configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from longshore.cli.options import config_options, load_from_options
+from longshore.core.catalog import Catalog
+from longshore.core.claims import NodeClaim
+from longshore.core.disruption import budgets, planner
+from longshore.core.model import ClusterConfig
+from longshore.core.scheduling import SchedulingInput, solve
+from longshore.ports.kube import Cluster
+from longshore.ports.store import ClaimStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+NOT_FOUND_EXIT_CODE = 1
+
+
+# -- shared with `longshore rotate` --------------------------------------------------------------------------
+
+
+def cluster_options(func: F) -> F:
+    """`--kubeconfig`, `--context`, `--server`, `--token`: how to reach the Kubernetes API."""
+    for option in reversed(
+        [
+            click.option(
+                "--kubeconfig",
+                type=click.Path(path_type=Path),
+                help="kubeconfig file (default: ~/.kube/config).",
+            ),
+            click.option("--context", "kube_context", help="kubeconfig context (default: the current one)."),
+            click.option(
+                "--server", help="API server URL, instead of a kubeconfig (e.g. the local emulator)."
+            ),
+            click.option("--token", help="Bearer token for --server."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def store_options(func: F) -> F:
+    """`--table` / `--claims`: where the node claims are read from."""
+    func = click.option(
+        "--claims",
+        "claims_file",
+        type=click.Path(path_type=Path),
+        help="JSON list of node claims (as the claim store keeps them).",
+    )(func)
+    return click.option("--table", help="DynamoDB table holding the node claims (the production store).")(
+        func
+    )
+
+
+def kube_cluster(
+    kubeconfig: Path | None, kube_context: str | None, server: str | None, token: str | None
+) -> Cluster:
+    """The Cluster port on the kubernetes client, from a kubeconfig or a server URL."""
+    from kubernetes import client, config
+
+    from longshore.adapters.kube.cluster import KubeCluster
+
+    if server:
+        configuration = client.Configuration(host=server.rstrip("/"))
+        if token:
+            configuration.api_key = {"BearerToken": token}
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return KubeCluster(client.ApiClient(configuration), component="longshore-cli")
+    try:
+        api = config.new_client_from_config(
+            config_file=str(kubeconfig) if kubeconfig else None, context=kube_context
+        )
+    except Exception as error:  # the kubernetes loader raises many kinds
+        where = kubeconfig or "~/.kube/config"
+        raise click.UsageError(f"cannot load kubeconfig {where}: {error} (or pass --server URL)") from error
+    return KubeCluster(api, component="longshore-cli")
+
+
+def read_claims_file(path: Path) -> tuple[NodeClaim, ...]:
+    """Claims from a JSON list of claim documents; errors name the file, the entry and the field."""
+    from longshore.adapters.aws.dynamodb import claim_from_doc
+
+    try:
+        document = json.loads(path.read_text())
+    except OSError as error:
+        raise click.BadParameter(f"{path}: cannot read: {error}", param_hint="--claims") from error
+    except json.JSONDecodeError as error:
+        raise click.BadParameter(
+            f"{path}: line {error.lineno}: not JSON: {error.msg}", param_hint="--claims"
+        ) from error
+    if not isinstance(document, list):
+        raise click.BadParameter(
+            f"{path}: expected a JSON list of node claims, got {type(document).__name__}",
+            param_hint="--claims",
+        )
+    claims: list[NodeClaim] = []
+    for index, entry in enumerate(document):
+        try:
+            claims.append(claim_from_doc(json.dumps(entry)))
+        except (TypeError, KeyError, ValueError) as error:
+            name = entry.get("id") if isinstance(entry, Mapping) else None
+            raise click.BadParameter(
+                f"{path}: claim [{index}] ({name or 'no id'}): {error}", param_hint="--claims"
+            ) from error
+    return tuple(claims)
+
+
+def claim_store(table: str | None, claims_file: Path | None, region: str) -> ClaimStore:
+    if (table is None) == (claims_file is None):
+        raise click.UsageError("give the node claims with exactly one of --table NAME or --claims FILE")
+    if claims_file is not None:
+        from longshore.adapters.memory import MemoryClaimStore
+
+        store = MemoryClaimStore()
+        for claim in read_claims_file(claims_file):
+            store.put(claim)
+        return store
+    import boto3  # type: ignore[import-untyped]
+
+    from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable
+
+    return DynamoClaimStore(DynamoTable(boto3.client("dynamodb", region_name=region), str(table)))
+
+
+def offline_catalog(region: str) -> Catalog:
+    """EC2's instance shapes and zones as the package ships them (`longshore/data/ec2/`), priced from the shipped table (no AWS calls)."""
+    from longshore.adapters.aws.instance_types import OfflineDataMissing
+    from longshore.adapters.aws.instance_types import offline_catalog as build
+
+    try:
+        return build(region)
+    except OfflineDataMissing as error:
+        raise click.ClickException(f"no offline instance data for {region} ({error}); pass --live") from error
+
+
+def load_catalog_for(config: ClusterConfig, live: bool) -> Catalog:
+    if not live:
+        return offline_catalog(config.region)
+    import boto3
+
+    from longshore.adapters.aws.instance_types import load_catalog
+
+    class _Clock:
+        def now(self) -> float:
+            return time.time()
+
+        def sleep(self, seconds: float) -> None:
+            time.sleep(seconds)
+
+    return load_catalog(
+        boto3.client("ec2", region_name=config.region),
+        boto3.client("pricing", region_name="us-east-1"),
+        config.region,
+        _Clock(),
+    )
+
+
+# -- the answers ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    kind: str  # node | pod
+    name: str
+    verdict: str  # decision | consolidation-candidate | blocked | not-managed | disrupting | running | pending | ...
+    reason: str
+    details: tuple[str, ...] = field(default=())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "details": list(self.details),
+        }
+
+
+def _budget_lines(config: ClusterConfig, pool_name: str, inp: Any) -> tuple[str, ...]:
+    pool = next((p for p in config.node_pools if p.name == pool_name), None)
+    if pool is None:
+        return (f"pool {pool_name} is not in the configuration",)
+    count = sum(
+        1 for n in inp.nodes if n.nodepool == pool_name and n.initialized_at is not None and not n.disrupting
+    )
+    busy = sum(1 for n in inp.nodes if n.nodepool == pool_name and (n.disrupting or not n.ready))
+    lines = []
+    for reason in (budgets.EMPTY, budgets.DRIFTED, budgets.UNDERUTILIZED, budgets.EXPIRED):
+        allowance = budgets.allowance(pool, reason, count, busy, inp.now)
+        allowed = "unlimited" if allowance.allowed >= budgets.UNLIMITED else str(allowance.allowed)
+        lines.append(f"budget {reason}: {allowed} more now ({count} nodes, {busy} disrupting)")
+    return tuple(lines)
+
+
+def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
+    from longshore.services.disruption import describe_decision
+
+    inp = snapshot.input
+    managed = snapshot.managed(name)
+    if managed is None:
+        if name in snapshot.unreadable:
+            return Answer("node", name, "blocked", snapshot.unreadable[name])
+        return Answer(
+            "node",
+            name,
+            "not-managed",
+            f"node {name} is not owned by cluster {config.name}: no NodeClaim for its instance; "
+            "Longshore never disrupts it (its pods may move onto it)",
+        )
+    head = (
+        f"pool {managed.nodepool}, {managed.instance_type} {managed.capacity_type} in {managed.zone}, "
+        f"${managed.price:.4f}/h, {len(managed.reschedulable_pods())} pods to move"
+    )
+    details = (head, *_budget_lines(config, managed.nodepool, inp))
+    plan = planner.plan(inp)
+    for decision in plan.decisions:
+        if name in decision.node_names:
+            verdict = "consolidation-candidate" if decision.reason == planner.UNDERUTILIZED else "decision"
+            text = describe_decision(decision)
+            if verdict == "consolidation-candidate":
+                text += " (acts after a 15 s re-validation)"
+            return Answer("node", name, verdict, text, details)
+    reason = plan.reason_for(name) or "nothing to do"
+    verdict = "disrupting" if reason == "already being disrupted" or managed.disrupting else "blocked"
+    return Answer("node", name, verdict, reason, details)
+
+
+def _find_pod(
+    manifests: Sequence[Mapping[str, Any]], target: str, namespace: str | None
+) -> Mapping[str, Any] | None:
+    wanted_ns, _, wanted = target.rpartition("/")
+    wanted_ns = wanted_ns or namespace or ""
+    found = [
+        m
+        for m in manifests
+        if (m.get("metadata") or {}).get("name") == wanted
+        and (not wanted_ns or (m.get("metadata") or {}).get("namespace") == wanted_ns)
+    ]
+    if len(found) > 1:
+        spaces = ", ".join(sorted(str((m.get("metadata") or {}).get("namespace")) for m in found))
+        raise click.UsageError(f"pod {wanted} exists in several namespaces ({spaces}); write NAMESPACE/NAME")
+    return found[0] if found else None
+
+
+def explain_pod(manifest: Mapping[str, Any], snapshot: Any, config: ClusterConfig) -> Answer:
+    from longshore.core.pods import pod_from_manifest
+    from longshore.services import snapshot as snap
+
+    meta, spec = manifest.get("metadata") or {}, manifest.get("spec") or {}
+    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    node_name = spec.get("nodeName")
+    if node_name:
+        managed = snapshot.managed(str(node_name))
+        extra = ""
+        if managed is not None and managed.disrupting:
+            extra = "; that node is being disrupted, so the pod will be evicted (PDBs are honoured)"
+        return Answer("pod", key, "running", f"pod {key} runs on node {node_name}{extra}")
+    pod = pod_from_manifest(manifest)
+    inp = snapshot.input
+    details: list[str] = []
+    if not snap.unschedulable_condition(manifest):
+        details.append(
+            "the kube-scheduler has not marked it Unschedulable yet: it may still fit an existing node"
+        )
+    if pod.nominated_node_name:
+        details.append(f"it is nominated to node {pod.nominated_node_name}")
+    pods = (*(p for p in inp.pending if p.key != key), pod)
+    nodes = (*(n.node for n in inp.nodes if not n.disrupting), *inp.unmanaged)
+    plan = solve(
+        SchedulingInput(
+            pods=pods,
+            pools=config.pools_by_weight(),
+            node_classes=config.node_classes,
+            catalog=inp.catalog,
+            nodes=tuple(nodes),
+            in_flight=inp.in_flight,
+            daemonsets=inp.daemonsets,
+            unavailable=inp.unavailable,
+            settings=config.settings,
+        )
+    )
+    for pod_key, reason in plan.unschedulable:
+        if pod_key == key:
+            return Answer("pod", key, "unschedulable", f"no node can run it: {reason}", tuple(details))
+    for placement in plan.existing:
+        if key in placement.pods:
+            where = "in-flight claim" if placement.in_flight else "existing node"
+            return Answer("pod", key, "fits", f"it fits on {where} {placement.node}", tuple(details))
+    for claim in plan.new_claims:
+        if key in claim.pods:
+            return Answer(
+                "pod",
+                key,
+                "needs-node",
+                f"the provisioner launches a node for it: {claim.instance_type} ({claim.capacity_type}, "
+                f"{claim.zone}, ${claim.price_per_hour:.4f}/h) in pool {claim.nodepool}",
+                tuple(details),
+            )
+    return Answer(
+        "pod", key, "pending", "the packing engine did not consider it (not provisionable)", tuple(details)
+    )
+
+
+def _print(answer: Answer) -> None:
+    colour = {
+        "decision": "yellow",
+        "consolidation-candidate": "yellow",
+        "disrupting": "yellow",
+        "blocked": "cyan",
+        "not-managed": "cyan",
+        "unschedulable": "red",
+    }.get(answer.verdict, "green")
+    click.secho(f"{answer.kind} {answer.name}: {answer.verdict}", bold=True, fg=colour)
+    click.echo(f"  {answer.reason}")
+    for line in answer.details:
+        click.echo(f"  - {line}")
+
+
+@click.command(name="explain")
+@click.argument("target")
+@config_options
+@cluster_options
+@store_options
+@click.option("--namespace", "-n", help="Namespace of a pod given by name only.")
+@click.option(
+    "--live", is_flag=True, help="Price from AWS (default credentials) instead of the shipped table."
+)
+@click.option("--now", "now_epoch", type=float, help="Evaluate at this epoch time (default: now).")
+@click.option("--json", "as_json", is_flag=True, help="Print {kind, name, verdict, reason, details} as JSON.")
+def command(
+    target: str,
+    config_paths: tuple[Path, ...],
+    region: str,
+    cluster_name: str,
+    kubeconfig: Path | None,
+    kube_context: str | None,
+    server: str | None,
+    token: str | None,
+    table: str | None,
+    claims_file: Path | None,
+    namespace: str | None,
+    live: bool,
+    now_epoch: float | None,
+    as_json: bool,
+) -> None:
+    """Explain why NODE is not being disrupted, or why POD (NAMESPACE/NAME) is pending."""
+    from longshore.adapters.memory import MemoryOfferingAvailability
+    from longshore.services.disruption import take_snapshot
+
+    config = load_from_options(config_paths, region, cluster_name)
+    store = claim_store(table, claims_file, config.region)
+    cluster = kube_cluster(kubeconfig, kube_context, server, token)
+    now = now_epoch if now_epoch is not None else time.time()
+    snapshot = take_snapshot(
+        cluster, store, MemoryOfferingAvailability(), load_catalog_for(config, live), config, now
+    )
+    if "/" not in target and target in snapshot.node_manifests:
+        answer = explain_node(target, snapshot, config)
+    else:
+        manifest = _find_pod(snapshot.pod_manifests, target, namespace)
+        if manifest is None:
+            click.secho(f"no node or pod called {target!r} in the cluster", fg="red", err=True)
+            raise click.exceptions.Exit(NOT_FOUND_EXIT_CODE)
+        answer = explain_pod(manifest, snapshot, config)
+    if as_json:
+        click.echo(json.dumps(answer.as_json(), indent=2))
+    else:
+        _print(answer)

@@ -1,0 +1,561 @@
+"""Schema of the NodePool era: `karpenter.sh/v1beta1` and `v1` NodePool, `karpenter.k8s.aws/v1beta1` and
+`v1` EC2NodeClass.
+
+Theory of operation: each v1 model extends its v1beta1 counterpart with the fields v1 added (budget
+`reasons`, `minValues` exists in both, `nodeClassRef.group`, `expireAfter` and `terminationGracePeriod` on the
+template, EC2NodeClass `kubelet`, `alias`/`ssmParameter` AMI terms, capacity reservations ...), or replaces a
+block whose shape changed (`disruption`, `nodeClassRef`). The CEL rules of the CRDs (core `pkg/apis/v1/*.go`,
+aws `pkg/apis/v1/ec2nodeclass.go`) are model validators that report every violation of an object at once.
+"""
+
+# Mutable defaults are safe on pydantic models (each instance gets a copy); ruff cannot see that through
+# StrictModel, so RUF012 is off in the schema modules.
+# ruff: noqa: RUF012
+
+from __future__ import annotations
+
+import re
+
+from pydantic import field_validator, model_validator
+
+from longshore.config.schema.base import (
+    BudgetV1,
+    BudgetV1beta1,
+    FieldRuleError,
+    KubeletV1,
+    Metadata,
+    Quantity,
+    Requirement,
+    StrictModel,
+    Taint,
+    check_hms_duration,
+    check_pool_labels,
+    raise_all,
+)
+from longshore.config.schema.ec2 import (
+    BlockDeviceMappingV1,
+    BlockDeviceMappingV1beta1,
+    MetadataOptions,
+    check_tags,
+)
+
+# --- NodePool -----------------------------------------------------------------------------------------------
+
+
+class TemplateMetadata(StrictModel):
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        return check_pool_labels(labels)
+
+
+class NodeClassRefV1beta1(StrictModel):
+    name: str
+    kind: str = "EC2NodeClass"
+    apiVersion: str = "karpenter.k8s.aws/v1beta1"
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, kind: str) -> str:
+        if kind != "EC2NodeClass":
+            raise ValueError(
+                f"nodeClassRef kind {kind!r} is not supported; Longshore launches EC2NodeClass nodes"
+            )
+        return kind
+
+
+class NodeClassRefV1(StrictModel):
+    group: str
+    kind: str
+    name: str
+
+    @field_validator("group")
+    @classmethod
+    def _group(cls, group: str) -> str:
+        if group != "karpenter.k8s.aws":
+            raise ValueError(f"nodeClassRef group {group!r} is not supported; use karpenter.k8s.aws")
+        return group
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, kind: str) -> str:
+        if kind != "EC2NodeClass":
+            raise ValueError(f"nodeClassRef kind {kind!r} is not supported; use EC2NodeClass")
+        return kind
+
+
+class _TemplateSpecBase(StrictModel):
+    requirements: list[Requirement] = []
+    taints: list[Taint] = []
+    startupTaints: list[Taint] = []
+
+    @field_validator("requirements")
+    @classmethod
+    def _at_most_100(cls, requirements: list[Requirement]) -> list[Requirement]:
+        if len(requirements) > 100:
+            raise ValueError(f"at most 100 requirements are allowed, got {len(requirements)}")
+        return requirements
+
+
+class TemplateSpecV1beta1(_TemplateSpecBase):
+    nodeClassRef: NodeClassRefV1beta1
+    kubelet: KubeletV1 | None = None
+
+
+class TemplateSpecV1(_TemplateSpecBase):
+    nodeClassRef: NodeClassRefV1
+    expireAfter: str = "720h"
+    terminationGracePeriod: str | None = None
+
+    @field_validator("expireAfter")
+    @classmethod
+    def _expire_after(cls, value: str) -> str:
+        check_hms_duration(value)
+        return value
+
+    @field_validator("terminationGracePeriod")
+    @classmethod
+    def _grace(cls, value: str | None) -> str | None:
+        return check_hms_duration(value, allow_never=False)
+
+
+class TemplateV1beta1(StrictModel):
+    metadata: TemplateMetadata = TemplateMetadata()
+    spec: TemplateSpecV1beta1
+
+
+class TemplateV1(StrictModel):
+    metadata: TemplateMetadata = TemplateMetadata()
+    spec: TemplateSpecV1
+
+
+class DisruptionV1beta1(StrictModel):
+    consolidationPolicy: str = "WhenUnderutilized"
+    consolidateAfter: str | None = None
+    expireAfter: str = "720h"
+    budgets: list[BudgetV1beta1] = [BudgetV1beta1()]
+
+    @field_validator("consolidationPolicy")
+    @classmethod
+    def _policy(cls, policy: str) -> str:
+        if policy not in ("WhenEmpty", "WhenUnderutilized"):
+            hint = (
+                " (WhenEmptyOrUnderutilized is the karpenter.sh/v1 name)"
+                if policy == "WhenEmptyOrUnderutilized"
+                else ""
+            )
+            raise ValueError(
+                f"consolidationPolicy {policy!r} is not one of WhenEmpty, WhenUnderutilized{hint}"
+            )
+        return policy
+
+    @field_validator("consolidateAfter", "expireAfter")
+    @classmethod
+    def _durations(cls, value: str | None) -> str | None:
+        return check_hms_duration(value)
+
+    @field_validator("budgets")
+    @classmethod
+    def _at_most_50(cls, budgets: list[BudgetV1beta1]) -> list[BudgetV1beta1]:
+        if len(budgets) > 50:
+            raise ValueError(f"at most 50 budgets are allowed, got {len(budgets)}")
+        return budgets
+
+    @model_validator(mode="after")
+    def _rules(self) -> DisruptionV1beta1:
+        if self.consolidationPolicy == "WhenUnderutilized" and self.consolidateAfter is not None:
+            raise FieldRuleError(
+                "consolidateAfter cannot be combined with consolidationPolicy WhenUnderutilized "
+                "(in karpenter.sh/v1beta1 it only applies to WhenEmpty)",
+                at=("consolidateAfter",),
+                value=self.consolidateAfter,
+            )
+        if self.consolidationPolicy == "WhenEmpty" and self.consolidateAfter is None:
+            raise FieldRuleError(
+                "consolidationPolicy WhenEmpty needs consolidateAfter (how long a node stays empty, e.g. 30s)",
+                at=("consolidateAfter",),
+            )
+        return self
+
+
+class DisruptionV1(StrictModel):
+    consolidationPolicy: str = "WhenEmptyOrUnderutilized"
+    consolidateAfter: str = "0s"
+    budgets: list[BudgetV1] = [BudgetV1()]
+
+    @field_validator("consolidationPolicy")
+    @classmethod
+    def _policy(cls, policy: str) -> str:
+        allowed = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
+        if policy not in allowed:
+            hint = (
+                " (WhenUnderutilized is the v1beta1 name; v1 calls it WhenEmptyOrUnderutilized)"
+                if policy == "WhenUnderutilized"
+                else ""
+            )
+            raise ValueError(f"consolidationPolicy {policy!r} is not one of {', '.join(allowed)}{hint}")
+        return policy
+
+    @field_validator("consolidateAfter")
+    @classmethod
+    def _consolidate_after(cls, value: str) -> str:
+        check_hms_duration(value)
+        return value
+
+    @field_validator("budgets")
+    @classmethod
+    def _at_most_50(cls, budgets: list[BudgetV1]) -> list[BudgetV1]:
+        if len(budgets) > 50:
+            raise ValueError(f"at most 50 budgets are allowed, got {len(budgets)}")
+        return budgets
+
+
+def _check_weight(weight: int | None) -> int | None:
+    if weight is not None and not 1 <= weight <= 100:
+        raise ValueError(f"weight {weight} is outside 1-100")
+    return weight
+
+
+class NodePoolSpecV1beta1(StrictModel):
+    template: TemplateV1beta1
+    disruption: DisruptionV1beta1 = DisruptionV1beta1()
+    limits: dict[str, Quantity] = {}
+    weight: int | None = None
+
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, weight: int | None) -> int | None:
+        return _check_weight(weight)
+
+
+class NodePoolSpecV1(StrictModel):
+    template: TemplateV1
+    disruption: DisruptionV1 = DisruptionV1()
+    limits: dict[str, Quantity] = {}
+    weight: int | None = None
+    replicas: int | None = None
+
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, weight: int | None) -> int | None:
+        return _check_weight(weight)
+
+    @field_validator("replicas")
+    @classmethod
+    def _replicas(cls, replicas: int | None) -> int | None:
+        if replicas is not None and replicas < 0:
+            raise ValueError(f"replicas must not be negative, got {replicas}")
+        return replicas
+
+    @model_validator(mode="after")
+    def _static(self) -> NodePoolSpecV1:
+        if self.replicas is not None and self.weight is not None:
+            raise FieldRuleError(
+                "a static NodePool (replicas) cannot have a weight", at=("weight",), value=self.weight
+            )
+        return self
+
+
+class NodePoolV1beta1(StrictModel):
+    apiVersion: str
+    kind: str
+    metadata: Metadata
+    spec: NodePoolSpecV1beta1
+    status: object = None
+
+
+class NodePoolV1(StrictModel):
+    apiVersion: str
+    kind: str
+    metadata: Metadata
+    spec: NodePoolSpecV1
+    status: object = None
+
+
+# --- EC2NodeClass -------------------------------------------------------------------------------------------
+
+AMI_FAMILIES_V1BETA1 = ("AL2", "AL2023", "Bottlerocket", "Ubuntu", "Custom", "Windows2019", "Windows2022")
+AMI_FAMILIES_V1 = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
+#: alias family -> amiFamily
+ALIAS_FAMILIES = {
+    "al2": "AL2",
+    "al2023": "AL2023",
+    "bottlerocket": "Bottlerocket",
+    "windows2019": "Windows2019",
+    "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
+}
+_ALIAS = re.compile(r"^([a-zA-Z0-9]+)@(.+)$")
+
+
+def _check_term_tags(tags: dict[str, str]) -> dict[str, str]:
+    for key, value in tags.items():
+        if not key or not value:
+            raise FieldRuleError("empty tag keys or values are not supported", at=(key,), value=value)
+    return tags
+
+
+class _Term(StrictModel):
+    """A selector term: set fields are ANDed; at least one must be set; `id` cannot be combined."""
+
+    tags: dict[str, str] = {}
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        return _check_term_tags(tags)
+
+    def set_fields(self) -> list[str]:
+        return [name for name in type(self).model_fields if getattr(self, name)]
+
+    @model_validator(mode="after")
+    def _shape(self) -> _Term:
+        names = self.set_fields()
+        if not names:
+            raise FieldRuleError(
+                f"a selector term needs at least one of {', '.join(type(self).model_fields)}"
+            )
+        for exclusive in ("id", "alias"):
+            if exclusive in names and len(names) > 1:
+                others = ", ".join(n for n in names if n != exclusive)
+                raise FieldRuleError(
+                    f"'{exclusive}' cannot be combined with other fields in the same term (also set: {others})",
+                    at=(exclusive,),
+                    value=getattr(self, exclusive),
+                )
+        return self
+
+
+class SubnetTerm(_Term):
+    id: str | None = None
+
+
+class SecurityGroupTerm(_Term):
+    id: str | None = None
+    name: str | None = None
+
+
+class AMITermV1beta1(_Term):
+    id: str | None = None
+    name: str | None = None
+    owner: str | None = None
+
+
+class AMITermV1(AMITermV1beta1):
+    alias: str | None = None
+    ssmParameter: str | None = None
+
+    @field_validator("alias")
+    @classmethod
+    def _alias(cls, alias: str | None) -> str | None:
+        if alias is None:
+            return None
+        match = _ALIAS.match(alias)
+        if match is None:
+            raise ValueError(f"alias {alias!r} must have the form family@version, e.g. al2023@latest")
+        family, version = match.group(1).lower(), match.group(2)
+        if family not in ALIAS_FAMILIES:
+            raise ValueError(f"alias family {family!r} is not one of {', '.join(ALIAS_FAMILIES)}")
+        if family.startswith("windows") and version != "latest":
+            raise ValueError(f"Windows aliases only support the version 'latest', got {alias!r}")
+        return alias
+
+
+class CapacityReservationTerm(_Term):
+    id: str | None = None
+    ownerID: str | None = None
+    instanceMatchCriteria: str | None = None
+
+
+class PlacementGroupSelector(StrictModel):
+    name: str | None = None
+    id: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> PlacementGroupSelector:
+        if (self.name is None) == (self.id is None):
+            raise FieldRuleError("placementGroupSelector needs exactly one of name, id")
+        return self
+
+
+class NetworkInterface(StrictModel):
+    networkCardIndex: int
+    deviceIndex: int
+    interfaceType: str = "interface"
+
+    @field_validator("interfaceType")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        if value not in ("interface", "efa-only"):
+            raise ValueError(f"interfaceType {value!r} is not one of interface, efa-only")
+        return value
+
+
+class ConnectionTracking(StrictModel):
+    tcpEstablishedTimeout: str | None = None
+    udpStreamTimeout: str | None = None
+    udpTimeout: str | None = None
+
+
+class CPUOptions(StrictModel):
+    coreCount: int | None = None
+    threadsPerCore: int | None = None
+
+
+def _terms_required(terms: list[_Term], name: str) -> list[FieldRuleError]:
+    if not terms:
+        return [FieldRuleError(f"{name} needs at least one term", at=(name,))]
+    if len(terms) > 30:
+        return [FieldRuleError(f"{name} allows at most 30 terms, got {len(terms)}", at=(name,))]
+    return []
+
+
+class EC2NodeClassSpecV1beta1(StrictModel):
+    subnetSelectorTerms: list[SubnetTerm] = []
+    securityGroupSelectorTerms: list[SecurityGroupTerm] = []
+    amiSelectorTerms: list[AMITermV1beta1] = []
+    amiFamily: str | None = None
+    userData: str | None = None
+    role: str | None = None
+    instanceProfile: str | None = None
+    tags: dict[str, str] = {}
+    blockDeviceMappings: list[BlockDeviceMappingV1beta1] = []
+    instanceStorePolicy: str | None = None
+    detailedMonitoring: bool = False
+    associatePublicIPAddress: bool | None = None
+    metadataOptions: MetadataOptions | None = None
+    context: str | None = None
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        return check_tags(tags)
+
+    @field_validator("instanceStorePolicy")
+    @classmethod
+    def _instance_store(cls, policy: str | None) -> str | None:
+        if policy is not None and policy != "RAID0":
+            raise ValueError(f"instanceStorePolicy {policy!r} is not supported; the only policy is RAID0")
+        return policy
+
+    def common_rules(self, families: tuple[str, ...]) -> list[FieldRuleError]:
+        issues = _terms_required(list(self.subnetSelectorTerms), "subnetSelectorTerms")
+        issues += _terms_required(list(self.securityGroupSelectorTerms), "securityGroupSelectorTerms")
+        if self.amiFamily is not None and self.amiFamily not in families:
+            issues.append(
+                FieldRuleError(
+                    f"amiFamily {self.amiFamily!r} is not one of {', '.join(families)}",
+                    at=("amiFamily",),
+                    value=self.amiFamily,
+                )
+            )
+        if self.role is not None and self.instanceProfile is not None:
+            issues.append(
+                FieldRuleError(
+                    "role and instanceProfile cannot both be set: give exactly one (Longshore creates an instance "
+                    "profile for the role, or uses the instance profile you name)",
+                    at=("instanceProfile",),
+                    value=self.instanceProfile,
+                )
+            )
+        if self.role is None and self.instanceProfile is None:
+            issues.append(FieldRuleError("one of role, instanceProfile is required", at=("role",)))
+        roots = [index for index, mapping in enumerate(self.blockDeviceMappings) if mapping.rootVolume]
+        if len(roots) > 1:
+            issues.append(
+                FieldRuleError(
+                    "only one block device mapping may set rootVolume: true",
+                    at=("blockDeviceMappings", roots[1], "rootVolume"),
+                )
+            )
+        return issues
+
+    @model_validator(mode="after")
+    def _rules(self) -> EC2NodeClassSpecV1beta1:
+        issues = self.common_rules(AMI_FAMILIES_V1BETA1)
+        if self.amiFamily is None:
+            issues.append(
+                FieldRuleError("amiFamily is required in karpenter.k8s.aws/v1beta1", at=("amiFamily",))
+            )
+        if self.amiFamily == "Custom" and not self.amiSelectorTerms:
+            issues.append(
+                FieldRuleError(
+                    "amiFamily Custom needs amiSelectorTerms naming the AMIs", at=("amiSelectorTerms",)
+                )
+            )
+        raise_all(issues)
+        return self
+
+
+class EC2NodeClassSpecV1(EC2NodeClassSpecV1beta1):
+    amiSelectorTerms: list[AMITermV1] = []  # type: ignore[assignment]
+    blockDeviceMappings: list[BlockDeviceMappingV1] = []  # type: ignore[assignment]
+    kubelet: KubeletV1 | None = None
+    capacityReservationSelectorTerms: list[CapacityReservationTerm] = []
+    placementGroupSelector: PlacementGroupSelector | None = None
+    networkInterfaces: list[NetworkInterface] = []
+    ipPrefixCount: int | None = None
+    connectionTracking: ConnectionTracking | None = None
+    cpuOptions: CPUOptions | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> EC2NodeClassSpecV1:
+        issues = self.common_rules(AMI_FAMILIES_V1)
+        terms = self.amiSelectorTerms
+        aliases = [index for index, term in enumerate(terms) if term.alias is not None]
+        if not terms:
+            issues.append(
+                FieldRuleError(
+                    "amiSelectorTerms is required (for example [{alias: al2023@latest}])",
+                    at=("amiSelectorTerms",),
+                )
+            )
+        if aliases and len(terms) > 1:
+            issues.append(
+                FieldRuleError(
+                    "an alias AMI selector term cannot be combined with other amiSelectorTerms; use the alias alone",
+                    at=("amiSelectorTerms", aliases[0], "alias"),
+                    value=terms[aliases[0]].alias,
+                )
+            )
+        if aliases:
+            alias = terms[aliases[0]].alias or ""
+            alias_family = ALIAS_FAMILIES.get(alias.partition("@")[0].lower())
+            if self.amiFamily is not None and self.amiFamily not in (alias_family, "Custom"):
+                issues.append(
+                    FieldRuleError(
+                        f"amiFamily {self.amiFamily!r} contradicts the alias {alias!r}: leave amiFamily out, "
+                        f"set it to {alias_family} or Custom",
+                        at=("amiFamily",),
+                        value=self.amiFamily,
+                    )
+                )
+        elif terms and self.amiFamily is None:
+            issues.append(
+                FieldRuleError(
+                    "amiFamily is required when amiSelectorTerms has no alias term", at=("amiFamily",)
+                )
+            )
+        if self.ipPrefixCount is not None and self.ipPrefixCount < 0:
+            issues.append(FieldRuleError("ipPrefixCount must not be negative", at=("ipPrefixCount",)))
+        raise_all(issues)
+        return self
+
+
+class EC2NodeClassV1beta1(StrictModel):
+    apiVersion: str
+    kind: str
+    metadata: Metadata
+    spec: EC2NodeClassSpecV1beta1
+    status: object = None
+
+
+class EC2NodeClassV1(StrictModel):
+    apiVersion: str
+    kind: str
+    metadata: Metadata
+    spec: EC2NodeClassSpecV1
+    status: object = None

@@ -1,0 +1,107 @@
+"""What the disruption planner sees: managed nodes with their pods, PDBs, and the resolved drift targets.
+
+Theory of operation: the planner Lambda snapshots the cluster (nodes, their claims, pods, PDBs) into these
+frozen values. A `ManagedNode` joins a Kubernetes node with the claim it was launched for: the claim gives
+the price, the capacity type, the hashes and AMI it was built from, and the launch time; the node gives the
+labels, annotations, taints, readiness and the pods bound to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from longshore.core.catalog import Catalog
+from longshore.core.model import ClusterConfig, Pairs
+from longshore.core.pods import LabelSelector, Pod
+from longshore.core.resources import Resources
+from longshore.core.scheduling.inputs import ExistingNode, OfferingKey
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+DO_NOT_CONSOLIDATE = "karpenter.sh/do-not-consolidate"  # v1alpha5 node annotation
+DO_NOT_EVICT = "karpenter.sh/do-not-evict"  # v1alpha5 pod annotation
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedNode:
+    """A node this cluster launched, with what its claim remembers about how it was built."""
+
+    node: ExistingNode  # name, labels, allocatable, taints, bound pods
+    instance_id: str
+    nodepool: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float  # $/h of its offering
+    created_at: float
+    claim_id: str | None = None
+    initialized_at: float | None = None
+    last_pod_event_at: float | None = None  # last bind or removal of a (non-DaemonSet) pod
+    annotations: Pairs = ()
+    ready: bool = True
+    disrupting: bool = False  # tainted karpenter.sh/disrupted, or a workflow runs for it
+    nominated: bool = False  # the provisioner expects pending pods to land here
+    nodepool_hash: str | None = None
+    nodeclass_hash: str | None = None
+    image_id: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def pods(self) -> tuple[Pod, ...]:
+        return self.node.pods
+
+    def annotation(self, key: str) -> str | None:
+        return dict(self.annotations).get(key)
+
+    def reschedulable_pods(self) -> tuple[Pod, ...]:
+        """Pods that must find a new home when the node goes (not DaemonSet, mirror, terminal or terminating)."""
+        return tuple(
+            p
+            for p in self.node.pods
+            if not p.is_daemonset and not p.is_mirror and not p.is_terminal and not p.deleting
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.reschedulable_pods()
+
+    def idle_since(self) -> float:
+        """When the consolidateAfter clock started: the last pod event, else initialization, else launch."""
+        for moment in (self.last_pod_event_at, self.initialized_at):
+            if moment is not None:
+                return moment
+        return self.created_at
+
+
+@dataclass(frozen=True, slots=True)
+class PdbView:
+    namespace: str
+    name: str
+    selector: LabelSelector
+    disruptions_allowed: int
+
+    def covers(self, pod: Pod) -> bool:
+        return pod.namespace == self.namespace and self.selector.matches(pod.label_map())
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionInput:
+    """One planner pass's snapshot. `now` is epoch seconds from the injected clock."""
+
+    now: float
+    config: ClusterConfig
+    nodes: tuple[ManagedNode, ...]
+    catalog: Catalog
+    pending: tuple[Pod, ...] = ()
+    pdbs: tuple[PdbView, ...] = ()
+    daemonsets: tuple[Pod, ...] = ()
+    unavailable: frozenset[OfferingKey] = frozenset()
+    unmanaged: tuple[ExistingNode, ...] = ()  # nodes we do not own but pods may move to
+    in_flight: tuple[ExistingNode, ...] = ()  # claims launching
+    current_images: Mapping[str, frozenset[str]] = field(default_factory=dict)  # node class -> resolved AMIs
+    pool_usage: Mapping[str, Resources] | None = None
+    consolidation_min_savings_fraction: float = 0.05  # savings must reach this share of removed $/h

@@ -1,0 +1,205 @@
+"""Node templates: what a claim from each pool could be, per instance type, after overhead and DaemonSets.
+
+Theory of operation (Karpenter `NewScheduler`, reference §1.3 steps 1-4): a pool's template requirements are
+its written requirements, its labels as `In [value]` and `karpenter.sh/nodepool In [name]`, plus Karpenter's
+defaults for what it leaves open (capacity type on-demand; arch amd64 for v1alpha5 provisioners). Its instance
+types are the catalog's types compatible with those requirements that have an available offering the
+requirements allow (unavailable offerings from the ICE cache are removed first). For every type we keep the
+allocatable (`core.allocatable`, with the pool's kubelet settings and node class), the DaemonSet overhead
+(only DaemonSets whose pods tolerate the pool's taints and whose required node affinity fits the template and
+the type), the room left for pods, the node capacity that pool limits count, and the offerings cheapest
+first. Templates come out in the order the scheduler tries them: weight descending, then name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from longshore.core import labels as wk
+from longshore.core.allocatable import allocatable, node_capacity
+from longshore.core.catalog import Catalog, InstanceType, Offering
+from longshore.core.model import NodeClass, NodePool, Origin, Settings, Taint
+from longshore.core.pods import HostPort, Pod
+from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
+from longshore.core.resources import EMPTY, Resources
+from longshore.core.scheduling.podreqs import node_requirement_terms
+from longshore.core.taints import tolerates
+
+POD_SLOT = Resources.of({"pods": 1})
+
+
+@dataclass(frozen=True, slots=True)
+class TypeOption:
+    instance_type: InstanceType
+    allocatable: Resources  # before DaemonSets
+    daemon_overhead: Resources  # requests of the DaemonSet pods that land here (with their pod slots)
+    daemon_ports: tuple[HostPort, ...]
+    room: Resources  # allocatable - daemon_overhead: what pending pods may use
+    capacity: Resources  # what the node counts against pool limits
+    offerings: tuple[Offering, ...]  # available, allowed by the pool, cheapest first
+
+    @property
+    def name(self) -> str:
+        return self.instance_type.name
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTemplate:
+    pool: NodePool
+    node_class: NodeClass
+    requirements: Requirements
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    options: tuple[TypeOption, ...]
+    problem: str | None = None  # why the pool can launch nothing (no types, bad requirements)
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+
+def _daemon_lands(daemon: Pod, template_reqs: Requirements, taints: tuple[Taint, ...]) -> Requirements | None:
+    """The requirements under which a DaemonSet's pod would land on this pool's nodes, or None if never."""
+    if not tolerates(daemon.tolerations, taints, ignore_prefer_no_schedule=True):
+        return None
+    try:
+        terms = node_requirement_terms(daemon)
+    except RequirementError:
+        return None
+    for term in terms:
+        if template_reqs.admits(term):
+            return term
+    return None
+
+
+def _defaults(pool: NodePool, requirements: Requirements) -> Requirements:
+    """Karpenter's defaults for keys a pool leaves open: on-demand capacity (every dialect) and amd64
+    (the v1alpha5 webhook persisted it)."""
+    keyed = []
+    if wk.CAPACITY_TYPE not in requirements:
+        keyed.append(KeyRequirement.in_(wk.CAPACITY_TYPE, (wk.CAPACITY_TYPE_ON_DEMAND,)))
+    if pool.origin.is_v1alpha5 and wk.ARCH not in requirements:
+        keyed.append(KeyRequirement.in_(wk.ARCH, ("amd64",)))
+    return Requirements.from_keyed(keyed)
+
+
+def build_template(
+    pool: NodePool,
+    node_class: NodeClass,
+    catalog: Catalog,
+    daemonsets: tuple[Pod, ...],
+    settings: Settings,
+) -> NodeTemplate:
+    labels = dict(pool.labels)
+    labels[wk.NODEPOOL] = pool.name
+    try:
+        requirements = Requirements.of(pool.requirements).intersect(Requirements.from_labels(labels))
+        requirements = requirements.intersect(_defaults(pool, requirements))
+    except RequirementError as exc:
+        return NodeTemplate(
+            pool,
+            node_class,
+            Requirements(),
+            tuple(sorted(labels.items())),
+            pool.taints,
+            pool.startup_taints,
+            (),
+            f"pool {pool.name}: {exc}",
+        )
+    kubelet = pool.effective_kubelet(node_class)
+    landing = [
+        (d, reqs) for d in daemonsets if (reqs := _daemon_lands(d, requirements, pool.taints)) is not None
+    ]
+    options: list[TypeOption] = []
+    for instance_type, offerings in _compatible(catalog, requirements):
+        type_reqs = instance_type.requirements()
+        overhead = EMPTY
+        ports: list[HostPort] = []
+        for daemon, reqs in landing:
+            if type_reqs.compatible(reqs):
+                overhead = overhead + daemon.requests + POD_SLOT
+                ports.extend(daemon.host_ports)
+        alloc = allocatable(instance_type, kubelet, node_class, settings)
+        room = (alloc - overhead).clamp_non_negative()
+        capacity = node_capacity(instance_type, kubelet, node_class, settings)
+        options.append(TypeOption(instance_type, alloc, overhead, tuple(ports), room, capacity, offerings))
+    problem = None
+    if not options:
+        problem = (
+            f"pool {pool.name}: {catalog.explain_none_compatible(requirements, subject=f'pool {pool.name}')}"
+        )
+    return NodeTemplate(
+        pool,
+        node_class,
+        requirements,
+        tuple(sorted(labels.items())),
+        pool.taints,
+        pool.startup_taints,
+        tuple(options),
+        problem,
+    )
+
+
+def offering_judge(requirements: Requirements) -> Callable[[Offering], bool]:
+    """`offering.allowed_by(requirements)`, judged once per (zone, capacity type, zone id): thousands of
+    offerings share a handful of places."""
+    places: dict[tuple[str, str, str | None], bool] = {}
+
+    def allowed(offering: Offering) -> bool:
+        place = (offering.zone, offering.capacity_type, offering.zone_id)
+        verdict = places.get(place)
+        if verdict is None:
+            verdict = places[place] = offering.allowed_by(requirements)
+        return verdict
+
+    return allowed
+
+
+def _compatible(
+    catalog: Catalog, requirements: Requirements
+) -> list[tuple[InstanceType, tuple[Offering, ...]]]:
+    """`catalog.compatible(requirements)` with each type's `compatible_offerings`, computed faster.
+
+    Compatibility is per key, and an allowed offering already implies the zone and capacity-type keys are
+    compatible, so types are tested against the requirements without those keys and each offering's
+    (zone, capacity type, zone id) is judged once, not once per offering (thousands share a handful)."""
+    placeless = requirements.without(wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID)
+    allowed = offering_judge(requirements)
+    priced: list[tuple[float, str, InstanceType, tuple[Offering, ...]]] = []
+    for instance_type in catalog:
+        if not instance_type.requirements().compatible(placeless):
+            continue
+        offerings = tuple(
+            sorted(
+                (o for o in instance_type.offerings if o.available and allowed(o)),
+                key=lambda o: (o.price, o.zone, o.capacity_type),
+            )
+        )
+        if offerings:
+            priced.append((offerings[0].price, instance_type.name, instance_type, offerings))
+    priced.sort(key=lambda row: (row[0], row[1]))
+    return [(instance_type, offerings) for _, _, instance_type, offerings in priced]
+
+
+def build_templates(
+    pools: tuple[NodePool, ...],
+    node_classes: tuple[NodeClass, ...],
+    catalog: Catalog,
+    daemonsets: tuple[Pod, ...],
+    settings: Settings,
+) -> tuple[NodeTemplate, ...]:
+    classes = {node_class.name: node_class for node_class in node_classes}
+    ordered = sorted(pools, key=lambda p: (-p.weight, p.name))
+    templates = []
+    for pool in ordered:
+        node_class = classes.get(pool.node_class) or NodeClass(
+            name=pool.node_class, origin=Origin("karpenter.k8s.aws/v1", "EC2NodeClass")
+        )
+        templates.append(build_template(pool, node_class, catalog, daemonsets, settings))
+    return tuple(templates)
+
+
+def pool_requirement(pool: str) -> KeyRequirement:
+    return KeyRequirement.in_(wk.NODEPOOL, (pool,))

@@ -1,0 +1,267 @@
+"""The Lambda functions' wiring: one `Runtime` per container, each production adapter built on first use.
+
+Theory of operation: every handler needs some of the same things — a boto3 session and clients, the cluster
+config from SSM, the DynamoDB claim table, cluster access (EKS endpoint, STS bearer token, the `kubernetes`
+client behind `KubeCluster`), EC2 instances and the fleet launcher, the priced catalog, Step Functions. A
+`Runtime` is made from `RuntimeSettings` (the function's environment, `Runtime.from_env()`) and exposes each
+of them as a cached property, so a handler pays at cold start only for what it touches (the interruption
+function never imports the fleet launcher, the workflow-steps function never reads prices until a surge
+plans) and every later use in the same container is free. The handlers keep what they build from it in a
+module global, which is what makes the wiring once per cold start.
+
+- Clients come from `adapters.aws.retry.client` (botocore standard retries, Longshore's timeouts), one per
+  service and region. IAM and Pricing are `LazyClient`s: the launcher holds one but calls IAM only when it
+  must create an instance profile, and the catalog asks Pricing only when its cache is cold.
+- The cluster config is the SSM parameter's YAML read through Powertools parameters: an `SSMProvider` bound
+  to this runtime's SSM client (so moto and other endpoints work), cached `CONFIG_MAX_AGE_S`, then parsed by
+  `config.load_cluster_text`. `read_config_text()` asks again (a cached answer within the max age), which is
+  how the provisioner notices a changed config.
+- Tests and the simulation pass their own `session`, `clock`, `config_text` or `kube_endpoint` (the API
+  emulator's loopback URL instead of the EKS endpoint). An injected clock also drives the Kubernetes client's
+  retry waits; without one, `adapters.clock.WallClock` and `KubeCluster`'s own wall-clock defaults are used.
+
+Adapters are imported inside the properties that build them, so importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from longshore.ports.clock import Clock
+
+if TYPE_CHECKING:
+    from longshore.adapters.aws.dynamodb import (
+        DynamoClaimStore,
+        DynamoLease,
+        DynamoOfferingAvailability,
+        DynamoTable,
+    )
+    from longshore.adapters.aws.fleet import Ec2Launcher
+    from longshore.adapters.aws.instances import Ec2Instances
+    from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
+    from longshore.adapters.aws.userdata import ClusterInfo
+    from longshore.adapters.kube.cluster import KubeCluster
+    from longshore.config.settings import RuntimeSettings
+    from longshore.core.catalog import Catalog
+    from longshore.core.model import ClusterConfig
+
+CONFIG_MAX_AGE_S = 300
+PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1 only
+
+
+class LazyClient:
+    """A boto3 client created on first use: IAM and Pricing are needed only to launch or refresh prices, so
+    they are kept off the cold start."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return getattr(self._client, name)
+
+
+class Runtime:
+    """The production adapters of one Lambda container, each built on first use (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: RuntimeSettings,
+        *,
+        session: Any = None,
+        clock: Clock | None = None,
+        config_text: str | None = None,
+        kube_endpoint: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self._session = session
+        self._injected_clock = clock
+        self._config_text = config_text
+        self._kube_endpoint = kube_endpoint
+        self._clients: dict[tuple[str, str], Any] = {}
+
+    @classmethod
+    def from_env(cls) -> Runtime:
+        """The runtime of this function's environment (`RuntimeSettings.from_env()`)."""
+        from longshore.config.settings import RuntimeSettings
+
+        return cls(RuntimeSettings.from_env())
+
+    # -- AWS access ---------------------------------------------------------------------------------------
+
+    @cached_property
+    def session(self) -> Any:
+        if self._session is not None:
+            return self._session
+        import boto3  # type: ignore[import-untyped]
+
+        return boto3.session.Session(region_name=self.settings.region)
+
+    def client(self, service: str, region: str | None = None) -> Any:
+        """The boto3 client for `service` (in the function's region unless `region` is given), made once."""
+        key = (service, region or self.settings.region)
+        if key not in self._clients:
+            from longshore.adapters.aws import retry
+
+            self._clients[key] = retry.client(self.session, service, key[1])
+        return self._clients[key]
+
+    def lazy_client(self, service: str, region: str | None = None) -> LazyClient:
+        return LazyClient(lambda: self.client(service, region))
+
+    @cached_property
+    def clock(self) -> Clock:
+        if self._injected_clock is not None:
+            return self._injected_clock
+        from longshore.adapters.clock import WallClock
+
+        return WallClock()
+
+    # -- the cluster config -------------------------------------------------------------------------------
+
+    @cached_property
+    def _parameters(self) -> Any:
+        from aws_lambda_powertools.utilities import parameters
+
+        return parameters.SSMProvider(boto3_client=self.client("ssm"))
+
+    def read_config_text(self) -> str:
+        """The cluster config YAML in the SSM parameter, through Powertools parameters (cached 5 min)."""
+        return str(self._parameters.get(self.settings.config_parameter, max_age=CONFIG_MAX_AGE_S))
+
+    @cached_property
+    def config_text(self) -> str:
+        return self._config_text if self._config_text is not None else self.read_config_text()
+
+    @cached_property
+    def config(self) -> ClusterConfig:
+        from longshore.config import load_cluster_text
+
+        return load_cluster_text(
+            self.config_text,
+            f"ssm:{self.settings.config_parameter}",
+            region=self.settings.region,
+            cluster_name=self.settings.cluster_name,
+        )
+
+    # -- the claim table ----------------------------------------------------------------------------------
+
+    @cached_property
+    def table(self) -> DynamoTable:
+        from longshore.adapters.aws.dynamodb import DynamoTable
+
+        return DynamoTable(self.client("dynamodb"), self.settings.table_name)
+
+    @cached_property
+    def claims(self) -> DynamoClaimStore:
+        from longshore.adapters.aws.dynamodb import DynamoClaimStore
+
+        return DynamoClaimStore(self.table)
+
+    @cached_property
+    def offerings(self) -> DynamoOfferingAvailability:
+        from longshore.adapters.aws.dynamodb import DynamoOfferingAvailability
+
+        return DynamoOfferingAvailability(self.table)
+
+    @cached_property
+    def lease(self) -> DynamoLease:
+        from longshore.adapters.aws.dynamodb import DynamoLease
+
+        return DynamoLease(self.table)
+
+    # -- the EKS cluster ----------------------------------------------------------------------------------
+
+    @cached_property
+    def cluster_info(self) -> ClusterInfo:
+        from longshore.adapters.aws.eks import describe_cluster
+
+        return describe_cluster(self.client("eks"), self.settings.cluster_name)
+
+    @cached_property
+    def kube_api(self) -> Any:
+        """A `kubernetes` ApiClient on the cluster's endpoint (or `kube_endpoint`), with a refreshed token."""
+        from longshore.adapters.aws.eks import TokenSource, api_client
+
+        tokens = TokenSource.for_cluster(self.client("sts"), self.settings.cluster_name, self.clock.now)
+        return api_client(self.cluster_info, tokens, endpoint=self._kube_endpoint)
+
+    def kube_cluster(self, component: str = "longshore") -> KubeCluster:
+        """`ports.kube.Cluster` on the API server; `component` is the source of the Events it posts."""
+        from longshore.adapters.kube.cluster import KubeCluster
+
+        if self._injected_clock is None:
+            return KubeCluster(self.kube_api, component=component)
+        clock = self._injected_clock
+        return KubeCluster(self.kube_api, component=component, sleep=clock.sleep, now=clock.now)
+
+    # -- EC2 ----------------------------------------------------------------------------------------------
+
+    @cached_property
+    def instances(self) -> Ec2Instances:
+        from longshore.adapters.aws.instances import Ec2Instances
+
+        return Ec2Instances(self.client("ec2"), self.settings.cluster_name)
+
+    @cached_property
+    def launcher(self) -> Ec2Launcher:
+        from longshore.adapters.aws.fleet import Ec2Launcher
+
+        return Ec2Launcher(
+            ec2=self.client("ec2"),
+            ssm=self.client("ssm"),
+            iam=self.lazy_client("iam"),
+            cluster=self.cluster_info,
+            config=self.config,
+            store=self.claims,
+            offerings=self.offerings,
+            instances=self.instances,
+            sleep=self.clock.sleep,
+        )
+
+    @cached_property
+    def subnet_zones(self) -> tuple[str, ...]:
+        """The zones the node classes have subnets in (EC2 DescribeSubnets per node class)."""
+        from longshore.adapters.aws.network import select_subnets
+
+        ec2 = self.client("ec2")
+        return tuple(
+            sorted(
+                {
+                    subnet.zone
+                    for node_class in self.config.node_classes
+                    for subnet in select_subnets(ec2, node_class.subnet_selector_terms, node_class.name)
+                }
+            )
+        )
+
+    def catalog_loader(self, zones: Iterable[str] | None = None) -> Callable[[], Catalog]:
+        """Reads the priced catalog (offerings in `zones` only, when given) each time it is called."""
+        pricing = self.lazy_client("pricing", PRICING_REGION)
+        wanted = None if zones is None else tuple(zones)
+
+        def catalog() -> Catalog:
+            from longshore.adapters.aws import instance_types
+
+            return instance_types.load_catalog(
+                self.client("ec2"), pricing, self.settings.region, self.clock, zones=wanted
+            )
+
+        return catalog
+
+    # -- Step Functions -----------------------------------------------------------------------------------
+
+    @cached_property
+    def workflows(self) -> StepFunctionsWorkflow:
+        """Starts disruption (and, when the function has its ARN, rotation) executions."""
+        from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
+
+        return StepFunctionsWorkflow(
+            self.client("stepfunctions"),
+            self.settings.require("disruption_state_machine_arn"),
+            self.settings.rotation_state_machine_arn,
+        )

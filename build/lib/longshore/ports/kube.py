@@ -1,0 +1,111 @@
+"""The Kubernetes operations Longshore's services and workflow steps need, as a port.
+
+Theory of operation: services never see `kubernetes` client models. Objects cross this port as plain
+dicts shaped exactly like `kubectl get -o json` prints them (camelCase keys, RFC 3339 timestamps), so
+pure code such as `core.drain.drain_pod_from_manifest` or `core.pods.pod_from_manifest` can read them, and
+an in-memory fake can hold them. Writes use small frozen values (`NodePatch`, `KubeEvent`). Eviction
+returns an `EvictionResult` instead of raising, because "a PodDisruptionBudget said no" (HTTP 429) is a
+normal answer in a drain, not an error. Transport errors (5xx, throttling, timeouts) are retried inside
+the adapter and surface as `ClusterUnavailableError` only when retries are exhausted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from longshore.core.model import Taint
+
+Manifest = dict[str, Any]
+EvictionOutcome = Literal["evicted", "blocked", "not-found"]
+EventType = Literal["Normal", "Warning"]
+
+
+class ClusterUnavailableError(RuntimeError):
+    """The API server kept failing (5xx, throttling, timeouts) after the adapter's retries."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionResult:
+    """`evicted`: the API accepted the eviction; `blocked`: a PDB refused it (429, or the pod is in more than
+    one PDB); `not-found`: the pod is gone or was replaced (404 / UID precondition 409)."""
+
+    outcome: EvictionOutcome
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodePatch:
+    """A change to a node. `labels`/`annotations`: value None removes the key. `taints`: None leaves the
+    taints alone, a tuple replaces the whole list. `unschedulable`: None leaves it alone."""
+
+    labels: tuple[tuple[str, str | None], ...] = ()
+    annotations: tuple[tuple[str, str | None], ...] = ()
+    taints: tuple[Taint, ...] | None = None
+    unschedulable: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    kind: str
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    api_version: str = "v1"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeEvent:
+    """A Kubernetes Event (core/v1) about `involved`, from the `longshore` component."""
+
+    involved: ObjectRef
+    reason: str
+    message: str
+    type: EventType = "Normal"
+
+
+class Cluster(Protocol):
+    def list_pods(self, *, node_name: str | None = None, label_selector: str | None = None) -> list[Manifest]:
+        """Pods in all namespaces, optionally only those bound to `node_name`."""
+        ...
+
+    def list_pending_pods(self) -> list[Manifest]:
+        """Pods not bound to a node (`spec.nodeName=""`) that are not finished."""
+        ...
+
+    def list_nodes(self, *, label_selector: str | None = None) -> list[Manifest]: ...
+
+    def get_node(self, name: str) -> Manifest | None:
+        """The node, or None when it does not exist."""
+        ...
+
+    def list_daemonsets(self) -> list[Manifest]: ...
+
+    def list_pdbs(self) -> list[Manifest]:
+        """policy/v1 PodDisruptionBudgets in all namespaces."""
+        ...
+
+    def patch_node(self, name: str, patch: NodePatch) -> Manifest | None:
+        """Apply `patch`; the updated node, or None when the node does not exist."""
+        ...
+
+    def evict_pod(self, namespace: str, name: str, *, uid: str | None = None) -> EvictionResult:
+        """POST an Eviction (policy/v1), with a UID precondition when `uid` is given."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> bool:
+        """Delete bypassing PDBs; False when the pod was already gone."""
+        ...
+
+    def delete_node(self, name: str) -> bool:
+        """False when the node was already gone."""
+        ...
+
+    def post_event(self, event: KubeEvent) -> None: ...
+
+
+class PodWatch(Protocol):
+    def watch_pending_pods(self, *, timeout_seconds: int) -> Iterator[tuple[str, Manifest]]:
+        """Yield (`ADDED`|`MODIFIED`|`DELETED`, pod) for unbound pods until `timeout_seconds` pass."""
+        ...

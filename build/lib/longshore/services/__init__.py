@@ -1,0 +1,1 @@
+"""Services: the use cases (provision, plan disruption, handle interruption), written against ports only."""

@@ -1,0 +1,344 @@
+"""A snapshot of the cluster as the packing engine needs it: provisionable pods, nodes, in-flight claims, DaemonSets.
+
+Theory of operation: the provisioner reads Kubernetes through `ports.kube.Cluster` (plain dicts, as `kubectl get
+-o json` prints them) and its own claims through `ports.store.ClaimStore`, and this module turns both into the
+engine's values without any I/O of its own:
+
+- `provisionable(pod)` is Karpenter's rule (reference/karpenter.md §1.1): unbound, `PodScheduled=False` with
+  reason `Unschedulable` (the kube-scheduler tried and failed), not nominated, not owned by a DaemonSet, not a
+  static/mirror pod, not terminal and not terminating. Pods the kube-scheduler has not looked at yet are not
+  counted: it may still place them on a node that exists.
+- `existing_nodes` turns Node dicts into `ExistingNode`s with their bound pods, so the engine sees how much room
+  is really left (status.allocatable minus the requests of the pods bound there). A managed node that is not
+  initialized yet keeps its startup taints out of the way, like Karpenter's in-flight view.
+- `in_flight_nodes` turns claims that stand for capacity not yet visible as a Node (states `launching`,
+  `launched`, `registered` with no Node carrying their providerID) into in-flight `ExistingNode`s of the type,
+  zone and capacity type they were priced or launched as, so the next plan fills them instead of launching
+  again. This is the in-flight accounting that makes a retried or crashed run not launch twice.
+- `daemonset_pods` turns each DaemonSet into its pod template (what lands on every new node).
+
+Malformed pod or node objects never break a pass: they come back as `Skipped` entries naming the object and the
+field, and the provisioner reports them as Events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from longshore.core import labels as wk
+from longshore.core.allocatable import allocatable, node_capacity
+from longshore.core.catalog import Catalog
+from longshore.core.claims import NodeClaim
+from longshore.core.drain import parse_timestamp
+from longshore.core.model import ClusterConfig, Taint
+from longshore.core.pods import Pod, PodManifestError, pod_from_manifest
+from longshore.core.quantity import QuantityError
+from longshore.core.requirements import Requirements
+from longshore.core.resources import Resources
+from longshore.core.scheduling import ExistingNode
+
+Manifest = Mapping[str, Any]
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An object left out of the snapshot, and why (becomes a Warning Event)."""
+
+    kind: str
+    namespace: str
+    name: str
+    reason: str
+
+
+def _field(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _meta(obj: Manifest) -> Mapping[str, Any]:
+    return _field(obj, "metadata")
+
+
+def _name(obj: Manifest) -> tuple[str, str]:
+    meta = _meta(obj)
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def unschedulable_condition(pod: Manifest) -> bool:
+    """`PodScheduled=False` with reason `Unschedulable`: the kube-scheduler tried every node and failed."""
+    status = pod.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+        for c in conditions or ()
+    )
+
+
+def provisionable_manifest(pod: Manifest) -> bool:
+    """`provisionable`, decided on the raw object without parsing the pod (what batching looks at each second)."""
+    return _may_need_a_node(pod) and unschedulable_condition(pod)
+
+
+def awaiting_verdict(pod: Manifest, now: float, window_s: float) -> bool:
+    """An unbound pod the scheduler has not judged yet (no `PodScheduled` condition), created in the last
+    `window_s`: it may become provisionable in a moment, so the provisioner keeps looking before it stops.
+
+    Pods of another scheduler, or held by scheduling gates, never get a verdict; the window keeps them from
+    holding the provisioner's loop open forever.
+    """
+    if not _may_need_a_node(pod):
+        return False
+    conditions = _field(pod, "status").get("conditions") or ()
+    if any(isinstance(c, Mapping) and c.get("type") == "PodScheduled" for c in conditions):
+        return False
+    created = parse_timestamp(_meta(pod).get("creationTimestamp"))
+    return created is None or now - created <= window_s
+
+
+def _may_need_a_node(pod: Manifest) -> bool:
+    """Unbound, not nominated, not being deleted, not finished, and not a pod that belongs to one node (mirror
+    or DaemonSet pods): a pod a new node could be for."""
+    spec = _field(pod, "spec")
+    status = _field(pod, "status")
+    meta = _meta(pod)
+    if spec.get("nodeName") or status.get("nominatedNodeName") or meta.get("deletionTimestamp"):
+        return False
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return False
+    if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
+        return False
+    owners = meta.get("ownerReferences") or ()
+    return not any(isinstance(o, Mapping) and o.get("kind") in ("DaemonSet", "Node") for o in owners)
+
+
+def pod_uid(pod: Manifest) -> str:
+    meta = _meta(pod)
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+
+
+class PodCache:
+    """Parsed pods by (uid, resourceVersion): a pod object that did not change is parsed once per run."""
+
+    def __init__(self) -> None:
+        self._pods: dict[tuple[str, str], Pod | Skipped] = {}
+
+    def parse(self, manifest: Manifest) -> Pod | Skipped:
+        version = str(_meta(manifest).get("resourceVersion") or "")
+        if not version:
+            return parse_pod(manifest)
+        key = (pod_uid(manifest), version)
+        found = self._pods.get(key)
+        if found is None:
+            found = self._pods[key] = parse_pod(manifest)
+        return found
+
+    def retain(self, manifests: Iterable[Manifest]) -> None:
+        """Forget pods that are no longer listed (keeps the cache as large as the cluster)."""
+        keep = {(pod_uid(m), str(_meta(m).get("resourceVersion") or "")) for m in manifests}
+        self._pods = {k: v for k, v in self._pods.items() if k in keep}
+
+
+def parse_pod(manifest: Manifest) -> Pod | Skipped:
+    try:
+        return pod_from_manifest(manifest)
+    except (PodManifestError, QuantityError, ValueError, TypeError) as error:
+        namespace, name = _name(manifest)
+        return Skipped("Pod", namespace or "default", name, f"cannot read the pod: {error}")
+
+
+def provisionable(pod: Pod) -> bool:
+    """Karpenter's rule (§1.1): the engine may launch capacity for this pod."""
+    return pod.unschedulable and pod.is_provisionable()
+
+
+def pending_pods(
+    manifests: Iterable[Manifest], cache: PodCache | None = None
+) -> tuple[tuple[Pod, ...], tuple[Skipped, ...]]:
+    """The provisionable pods among `manifests`, and the unreadable ones."""
+    pods: list[Pod] = []
+    skipped: list[Skipped] = []
+    parse = cache.parse if cache is not None else parse_pod
+    for manifest in manifests:
+        if not provisionable_manifest(manifest):
+            continue
+        parsed = parse(manifest)
+        if isinstance(parsed, Skipped):
+            skipped.append(parsed)
+        elif provisionable(parsed):
+            pods.append(parsed)
+    return tuple(pods), tuple(skipped)
+
+
+def _taints(node: Manifest) -> tuple[Taint, ...]:
+    spec = node.get("spec")
+    found: list[Taint] = []
+    for taint in (spec.get("taints") if isinstance(spec, Mapping) else None) or ():
+        if isinstance(taint, Mapping) and taint.get("key") and taint.get("effect") in _EFFECTS:
+            found.append(Taint(str(taint["key"]), taint["effect"], str(taint.get("value") or "")))
+    return tuple(found)
+
+
+def node_taints(node: Manifest) -> tuple[Taint, ...]:
+    """The node's well-formed taints."""
+    return _taints(node)
+
+
+def node_ready(node: Manifest) -> bool:
+    status = node.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions or ()
+    )
+
+
+def provider_id_of(node: Manifest) -> str:
+    spec = node.get("spec")
+    return str(spec.get("providerID") or "") if isinstance(spec, Mapping) else ""
+
+
+def _resources(value: object) -> Resources | None:
+    if not isinstance(value, Mapping):
+        return None
+    return Resources.parse({str(k): v for k, v in value.items()})
+
+
+def existing_nodes(
+    nodes: Iterable[Manifest], pods: Iterable[Pod], config: ClusterConfig
+) -> tuple[tuple[ExistingNode, ...], tuple[Skipped, ...]]:
+    """Nodes with the pods bound to them; nodes being deleted or cordoned take no new pods."""
+    by_node: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if pod.node_name and not pod.is_terminal:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    result: list[ExistingNode] = []
+    skipped: list[Skipped] = []
+    for node in nodes:
+        _, name = _name(node)
+        status = _field(node, "status")
+        try:
+            room = _resources(status.get("allocatable")) or _resources(status.get("capacity"))
+            capacity = _resources(status.get("capacity"))
+        except (QuantityError, ValueError) as error:
+            skipped.append(Skipped("Node", "", name, f"cannot read status.allocatable: {error}"))
+            continue
+        if room is None:
+            skipped.append(Skipped("Node", "", name, "the node reports no status.allocatable yet"))
+            continue
+        labels = {str(k): str(v) for k, v in (_meta(node).get("labels") or {}).items()}
+        labels.setdefault(wk.HOSTNAME, name)
+        managed = wk.NODEPOOL in labels
+        initialized = labels.get(wk.INITIALIZED) == "true" if managed else node_ready(node)
+        startup: tuple[Taint, ...] = ()
+        pool_name = labels.get(wk.NODEPOOL)
+        if pool_name is not None:
+            try:
+                startup = config.pool(pool_name).startup_taints
+            except KeyError:
+                startup = ()
+        spec = _field(node, "spec")
+        result.append(
+            ExistingNode(
+                name=name,
+                labels=tuple(sorted(labels.items())),
+                allocatable=room,
+                taints=_taints(node),
+                pods=tuple(by_node.get(name, ())),
+                capacity=capacity,
+                initialized=initialized,
+                startup_taints=startup,
+                deleting=_meta(node).get("deletionTimestamp") is not None or bool(spec.get("unschedulable")),
+            )
+        )
+    return tuple(result), tuple(skipped)
+
+
+def in_flight_nodes(
+    claims: Iterable[NodeClaim], node_provider_ids: Iterable[str], catalog: Catalog, config: ClusterConfig
+) -> tuple[ExistingNode, ...]:
+    """Claims whose capacity is coming but not yet visible as a Node, as in-flight nodes of their type."""
+    visible = set(node_provider_ids)
+    result: list[ExistingNode] = []
+    for claim in claims:
+        if not claim.in_flight or (claim.provider_id and claim.provider_id in visible):
+            continue
+        node = claim_as_node(claim, catalog, config)
+        if node is not None:
+            result.append(node)
+    return tuple(result)
+
+
+def claim_as_node(claim: NodeClaim, catalog: Catalog, config: ClusterConfig) -> ExistingNode | None:
+    """The node a claim will become: its (planned or launched) type's allocatable, labels and taints."""
+    type_name = claim.instance_type or next(iter(claim.instance_types), None)
+    instance_type = catalog.get(type_name) if type_name else None
+    try:
+        pool = config.pool(claim.nodepool)
+        node_class = config.node_class_of(pool)
+    except KeyError:
+        return None
+    if instance_type is None:
+        return None
+    kubelet = pool.effective_kubelet(node_class)
+    labels: dict[str, str] = dict(Requirements.of(claim.requirements).single_values())
+    labels.update(dict(pool.labels))
+    labels.update(instance_type.node_labels())
+    labels[wk.NODEPOOL] = pool.name
+    labels[wk.NODECLASS] = node_class.name
+    labels[wk.HOSTNAME] = claim.node_name or claim.id
+    if claim.zone:
+        labels[wk.ZONE] = claim.zone
+    if claim.capacity_type:
+        labels[wk.CAPACITY_TYPE] = claim.capacity_type
+    return ExistingNode(
+        name=claim.node_name or claim.id,
+        labels=tuple(sorted(labels.items())),
+        allocatable=allocatable(instance_type, kubelet, node_class, config.settings),
+        taints=(*pool.taints, *pool.startup_taints),
+        capacity=node_capacity(instance_type, kubelet, node_class, config.settings),
+        initialized=False,
+        in_flight=True,
+        startup_taints=pool.startup_taints,
+    )
+
+
+def daemonset_pods(daemonsets: Iterable[Manifest]) -> tuple[tuple[Pod, ...], tuple[Skipped, ...]]:
+    """One pod per DaemonSet, from its template (what every node it fits will run)."""
+    pods: list[Pod] = []
+    skipped: list[Skipped] = []
+    for daemonset in daemonsets:
+        namespace, name = _name(daemonset)
+        template = _field(_field(daemonset, "spec"), "template")
+        meta = dict(_field(template, "metadata"))
+        meta.setdefault("namespace", namespace or "default")
+        meta["name"] = name
+        parsed = parse_pod({"metadata": meta, "spec": template.get("spec") or {}})
+        if isinstance(parsed, Skipped):
+            skipped.append(Skipped("DaemonSet", namespace, name, parsed.reason))
+            continue
+        pods.append(replace(parsed, owner_kind="DaemonSet", owner_name=name))
+    return tuple(pods), tuple(skipped)
+
+
+def bound_pods(
+    manifests: Sequence[Manifest], cache: PodCache | None = None
+) -> tuple[tuple[Pod, ...], tuple[Skipped, ...]]:
+    """Pods bound to a node (what occupies existing capacity)."""
+    pods: list[Pod] = []
+    skipped: list[Skipped] = []
+    parse = cache.parse if cache is not None else parse_pod
+    for manifest in manifests:
+        if not (manifest.get("spec") or {}).get("nodeName"):
+            continue
+        parsed = parse(manifest)
+        if isinstance(parsed, Skipped):
+            skipped.append(parsed)
+        else:
+            pods.append(parsed)
+    return tuple(pods), tuple(skipped)

@@ -1,0 +1,1 @@
+"""The disruption and rotation workflows: the Step Functions definitions and their plain-Python steps."""

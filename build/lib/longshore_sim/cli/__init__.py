@@ -1,0 +1,1 @@
+"""The simulation's commands, loaded by `longshore` only when `longshore[sim]` is installed."""

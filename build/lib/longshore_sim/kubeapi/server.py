@@ -1,0 +1,549 @@
+"""The HTTP face of the emulator: route Kubernetes REST paths to the store, stream watches, inject faults.
+
+Theory of operation: a stdlib `ThreadingHTTPServer` speaks HTTP/1.1 with keep-alive on 127.0.0.1 (one thread
+per connection), which is what the kubernetes client's urllib3 pool expects. Each request is parsed into a
+`Request` (group, version, resource, namespace, name, subresource, verb, query), checked against the bearer
+token when one is configured, passed through the fault injector, and dispatched to the store, `disruption`
+(evictions and PDB status) or `discovery`. Errors are `ApiError`s rendered as `Status` objects; anything
+unexpected becomes a 500 Status and is kept in `server.failures` for tests to inspect.
+
+Watches (`watch=true`, `watch=True`, `watch=1`, or the legacy `/watch/` path prefix) stream one JSON event per
+line with chunked transfer encoding. Without a resourceVersion (or with "0") the stream starts with ADDED for
+every matching object; with one it replays the change log after that version (410 Gone as an ERROR event
+when it is too old). The stream ends when `timeoutSeconds` passes in wall time or on the emulator's clock
+(whichever comes first, so simulations with a virtual clock do not wait for real time), and ends abruptly
+(no final chunk) when a `drop_after` fault fires.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from longshore_sim.kubeapi import discovery, disruption, errors, patching
+from longshore_sim.kubeapi.errors import ApiError
+from longshore_sim.kubeapi.faults import FaultInjector, Route
+from longshore_sim.kubeapi.meta import JSON, metadata, name_of
+from longshore_sim.kubeapi.resources import BY_PATH, ResourceType
+from longshore_sim.kubeapi.selectors import parse_field_selector, parse_label_selector, selector_from_object
+from longshore_sim.kubeapi.store import ObjectStore
+from longshore_sim.kubeapi.watchlog import WatchFilter, check_resource_version
+
+DEFAULT_WATCH_TIMEOUT = 1800.0
+_WAKE_INTERVAL = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A parsed REST request."""
+
+    method: str
+    rt: ResourceType | None
+    namespace: str
+    name: str
+    subresource: str
+    verb: str
+    query: dict[str, str]
+    discovery_path: str = ""
+
+    @property
+    def route(self) -> Route:
+        resource = self.rt.plural if self.rt else self.discovery_path
+        if self.subresource:
+            resource = f"{resource}/{self.subresource}"
+        return Route(resource, self.verb, self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One served request, for observers (`emulator.requests`)."""
+
+    method: str
+    path: str
+    verb: str
+    resource: str
+    status: int
+
+
+@dataclass
+class ServerState:
+    """What request handlers share: the store, faults, auth and bookkeeping."""
+
+    store: ObjectStore
+    faults: FaultInjector
+    kubernetes_version: str
+    token_check: Callable[[str], bool] | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)
+    requests: deque[RequestRecord] = field(default_factory=lambda: deque(maxlen=10_000))
+    failures: list[str] = field(default_factory=list)
+
+
+class EmulatorHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, state: ServerState) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = state
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up (timeouts, dropped watches) is normal; anything else is kept as a failure."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionResetError, BrokenPipeError, TimeoutError)):
+            return
+        self.state.failures.append(traceback.format_exc())
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+def parse_request(method: str, raw_path: str) -> Request:
+    """Map a method and path to a `Request`; unknown paths raise 404."""
+    split = urlsplit(raw_path)
+    query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+    parts = [p for p in split.path.split("/") if p]
+    if parts in ([], ["version"], ["api"], ["apis"], ["healthz"], ["livez"], ["readyz"]) or (
+        parts[:1] == ["apis"] and len(parts) == 2
+    ):
+        return Request(method, None, "", "", "", "get", query, "/" + "/".join(parts))
+    if parts[:1] == ["api"] and len(parts) >= 2:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        raise errors.route_not_found()
+    if not rest:
+        return Request(method, None, "", "", "", "get", query, "/" + "/".join(parts))
+    legacy_watch = rest[0] == "watch"
+    if legacy_watch:
+        rest = rest[1:]
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    rt = BY_PATH.get((group, version, rest[0])) if rest else None
+    if rt is None or len(rest) > 3:
+        raise errors.route_not_found()
+    if namespace and not rt.namespaced:
+        raise errors.route_not_found()
+    name = rest[1] if len(rest) >= 2 else ""
+    subresource = rest[2] if len(rest) == 3 else ""
+    if subresource and subresource not in rt.subresources:
+        raise errors.route_not_found()
+    watch = legacy_watch or _truthy(query.get("watch"))
+    verb = _verb(method, bool(name), bool(subresource), watch)
+    if watch and name:
+        query["fieldSelector"] = ",".join(filter(None, [query.get("fieldSelector"), f"metadata.name={name}"]))
+        name = ""
+    return Request(method, rt, namespace, name, subresource, verb, query)
+
+
+def _verb(method: str, has_name: bool, has_sub: bool, watch: bool) -> str:
+    if method == "GET":
+        return "watch" if watch else ("get" if has_name else "list")
+    if method == "POST":
+        return "create"
+    if method == "PUT" and has_name:
+        return "update"
+    if method == "PATCH" and has_name:
+        return "patch"
+    if method == "DELETE":
+        return "delete" if has_name and not has_sub else "deletecollection"
+    raise ApiError(
+        405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"
+    )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = (
+        True  # headers and body go out in separate writes: Nagle + delayed ACK = 40 ms each
+    )
+    server_version = "longshore-kube-emulator"
+    timeout = 120
+    server: EmulatorHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr access log
+        return
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    # ---------------------------------------------------------------- plumbing
+
+    @property
+    def state(self) -> ServerState:
+        return self.server.state
+
+    def _serve(self, method: str) -> None:
+        request: Request | None = None
+        try:
+            body = self._read_body()
+            self._authenticate()
+            request = parse_request(method, self.path)
+            effect = self.state.faults.fire(request.route)
+            if effect.latency:
+                time.sleep(effect.latency)
+            if effect.status is not None:
+                reason = "TooManyRequests" if effect.status == 429 else "InternalError"
+                raise ApiError(
+                    effect.status,
+                    reason,
+                    effect.message,
+                    retry_after=effect.retry_after if effect.status == 429 else None,
+                )
+            self.state.store.process_due()
+            if request.verb == "watch":
+                self._watch(method, request, effect.drop_after)
+                return
+            status, payload = self._dispatch(request, body)
+            self._record(method, request, status)
+            self._send_json(status, payload)
+        except ApiError as exc:
+            self._record(method, request, exc.code)
+            self._send_json(exc.code, exc.status(), retry_after=exc.retry_after)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:  # an emulator bug must come back as a 500, not kill the thread
+            self.state.failures.append(traceback.format_exc())
+            self._record(method, request, 500)
+            self._send_json(
+                500, errors.internal("unexpected emulator error (see emulator failures)").status()
+            )
+
+    def _record(self, method: str, request: Request | None, status: int) -> None:
+        """Log the request before answering it, so a caller that got the answer also sees the record."""
+        resource = request.route.resource if request else ""
+        verb = request.verb if request else ""
+        self.state.requests.append(RequestRecord(method, self.path, verb, resource, status))
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        if not length:
+            return None
+        raw = self.rfile.read(length)
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise errors.bad_request(f"the request body is not valid JSON: {raw[:80]!r}") from None
+
+    def _authenticate(self) -> None:
+        check = self.state.token_check
+        if check is None:
+            return
+        header = self.headers.get("Authorization") or ""
+        if not header.startswith("Bearer ") or not check(header[len("Bearer ") :].strip()):
+            raise errors.unauthorized()
+
+    def _send_json(self, status: int, payload: Any, retry_after: int | None = None) -> None:
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if retry_after is not None:
+                self.send_header("Retry-After", str(retry_after))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    # ---------------------------------------------------------------- verbs
+
+    def _dispatch(self, request: Request, body: Any) -> tuple[int, Any]:
+        if request.rt is None:
+            return 200, self._discovery(request.discovery_path)
+        rt, store, q = request.rt, self.state.store, request.query
+        if request.subresource in ("eviction", "binding", "scale"):
+            return self._subresource(request, body)
+        subresource = request.subresource or None
+        if rt.plural == "poddisruptionbudgets" and request.verb in ("get", "list"):
+            disruption.refresh(store, request.namespace or None)
+        if request.verb == "get":
+            return 200, store.get(rt.plural, request.name, request.namespace or None)
+        if request.verb == "list":
+            return 200, self._list(request)
+        if request.verb == "create":
+            return 201, store.create(rt.plural, self._object(body), request.namespace or None)
+        if request.verb == "update":
+            obj = self._object(body)
+            if name_of(obj) != request.name:
+                raise errors.bad_request(
+                    f"the name of the object ({name_of(obj)}) does not match the name on the URL ({request.name})"
+                )
+            if rt.namespaced and metadata(obj).get("namespace") not in (None, "", request.namespace):
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            return 200, store.update(rt.plural, obj, request.namespace or None, subresource=subresource)
+        if request.verb == "patch":
+            content_type = self.headers.get("Content-Type") or ""
+            return 200, store.patch(
+                rt.plural,
+                request.name,
+                body,
+                request.namespace or None,
+                content_type=content_type,
+                subresource=subresource,
+            )
+        if request.verb == "delete":
+            options = body if isinstance(body, dict) else {}
+            grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+            policy = options.get("propagationPolicy") or q.get("propagationPolicy")
+            if policy is None and (options.get("orphanDependents") or _truthy(q.get("orphanDependents"))):
+                policy = "Orphan"
+            result = store.delete(
+                rt.plural,
+                request.name,
+                request.namespace or None,
+                grace_period_seconds=None if grace in (None, "") else int(grace),
+                propagation_policy=policy,
+                preconditions=options.get("preconditions"),
+            )
+            if rt.plural == "pods" or metadata(result).get("deletionTimestamp"):
+                return 200, result
+            return 200, _success(rt, request.name, metadata(result).get("uid"))
+        if request.verb == "deletecollection":
+            labels = parse_label_selector(q.get("labelSelector"))
+            fields = parse_field_selector(q.get("fieldSelector"), rt.field_selectors)
+            for obj in store.list(rt.plural, request.namespace or None, labels, fields):
+                store.delete(rt.plural, name_of(obj), request.namespace or metadata(obj).get("namespace"))
+            return 200, _success(rt, "", None)
+        raise errors.method_not_allowed(request.verb, rt.plural)
+
+    def _object(self, body: Any) -> JSON:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be a JSON object")
+        return body
+
+    def _discovery(self, path: str) -> Any:
+        parts = [p for p in path.split("/") if p]
+        if parts == ["version"]:
+            return discovery.version_info(self.state.kubernetes_version)
+        if parts in (["healthz"], ["livez"], ["readyz"]):
+            return "ok"
+        if parts == ["api"]:
+            return discovery.core_versions()
+        if parts == ["apis"]:
+            return discovery.group_list()
+        if parts[:1] == ["apis"] and len(parts) == 2:
+            document = discovery.group(parts[1])
+        elif parts[:1] == ["api"] and len(parts) == 2:
+            document = discovery.resource_list("", parts[1])
+        elif parts[:1] == ["apis"] and len(parts) == 3:
+            document = discovery.resource_list(parts[1], parts[2])
+        else:
+            document = None
+        if document is None:
+            raise errors.route_not_found()
+        return document
+
+    def _list(self, request: Request) -> JSON:
+        assert request.rt is not None
+        rt, q = request.rt, request.query
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"), rt.field_selectors)
+        limit = int(q["limit"]) if q.get("limit") else None
+        page = self.state.store.list_page(
+            rt.plural,
+            request.namespace or None,
+            labels,
+            fields,
+            limit=limit,
+            continue_token=q.get("continue") or None,
+        )
+        list_meta: JSON = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token:
+            list_meta["continue"] = page.continue_token
+            list_meta["remainingItemCount"] = page.remaining
+        return {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": list_meta,
+            "items": page.items,
+        }
+
+    def _subresource(self, request: Request, body: Any) -> tuple[int, Any]:
+        assert request.rt is not None
+        store, rt = self.state.store, request.rt
+        if request.subresource == "eviction":
+            if request.verb != "create":
+                raise errors.method_not_allowed(request.verb, "pods/eviction")
+            return 201, disruption.evict(store, request.namespace, request.name, self._object(body))
+        if request.subresource == "binding":
+            if request.verb != "create":
+                raise errors.method_not_allowed(request.verb, "pods/binding")
+            target = (self._object(body).get("target") or {}).get("name")
+            if not target:
+                raise errors.invalid("pods", "Binding", request.name, [("target.name", "Required value")])
+            store.bind(request.namespace, request.name, str(target))
+            return 201, _success(rt, request.name, None)
+        return self._scale(request, body)
+
+    def _scale(self, request: Request, body: Any) -> tuple[int, Any]:
+        assert request.rt is not None
+        store, rt = self.state.store, request.rt
+        with store.locked():
+            obj = store.get(rt.plural, request.name, request.namespace)
+            scale = _scale_of(obj)
+            if request.verb == "get":
+                return 200, scale
+            if request.verb == "update":
+                requested = self._object(body)
+            elif request.verb == "patch":
+                requested = patching.apply(self.headers.get("Content-Type") or "", scale, body, "scale")
+            else:
+                raise errors.method_not_allowed(request.verb, f"{rt.plural}/scale")
+            sent = str(metadata(requested).get("resourceVersion") or "")
+            if sent and sent != metadata(obj)["resourceVersion"]:
+                raise errors.conflict(rt.plural, request.name, rt.group)
+            replicas = (requested.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise errors.invalid(
+                    "scale",
+                    "Scale",
+                    request.name,
+                    [("spec.replicas", f"Invalid value: {replicas!r}: must be greater than or equal to 0")],
+                    "autoscaling",
+                )
+            obj["spec"]["replicas"] = replicas
+            updated = store.update(rt.plural, obj, request.namespace)
+            return 200, _scale_of(updated)
+
+    def _watch(self, method: str, request: Request, drop_after: int | None) -> None:
+        assert request.rt is not None
+        rt, q, store = request.rt, request.query, self.state.store
+        flt = WatchFilter(
+            rt.plural,
+            request.namespace or None,
+            parse_label_selector(q.get("labelSelector")),
+            parse_field_selector(q.get("fieldSelector"), rt.field_selectors),
+        )
+        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else DEFAULT_WATCH_TIMEOUT
+        wall_deadline = time.monotonic() + timeout
+        virtual_deadline = store.clock.now() + timeout
+        start = check_resource_version(q.get("resourceVersion"))
+        self._record(method, request, 200)
+        if rt.plural == "poddisruptionbudgets":
+            disruption.refresh(store, request.namespace or None)
+        pending: list[tuple[str, JSON]] = []
+        with store.locked():
+            if start is None:
+                cursor = store.resource_version
+                pending = [
+                    ("ADDED", o)
+                    for o in store.list(rt.plural, request.namespace or None, flt.labels, flt.fields)
+                ]
+            else:
+                cursor = start
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sent = 0
+        try:
+            while True:
+                for event_type, obj in pending:
+                    if drop_after is not None and sent >= drop_after:
+                        self.close_connection = True
+                        return
+                    self._chunk({"type": event_type, "object": obj})
+                    sent += 1
+                pending = []
+                if drop_after is not None and sent >= drop_after:
+                    self.close_connection = True
+                    return
+                if (
+                    self.state.stopping.is_set()
+                    or time.monotonic() >= wall_deadline
+                    or store.clock.now() >= virtual_deadline
+                ):
+                    break
+                try:
+                    with store.log.condition:
+                        changes = store.log.since(cursor)
+                        if not changes:
+                            store.log.wait(min(_WAKE_INTERVAL, max(wall_deadline - time.monotonic(), 0.0)))
+                            changes = store.log.since(cursor)
+                except ApiError as exc:
+                    self._chunk({"type": "ERROR", "object": exc.status()})
+                    break
+                for change in changes:
+                    cursor = change.resource_version
+                    event = flt.translate(change)
+                    if event is not None:
+                        pending.append(event)
+                if rt.plural == "poddisruptionbudgets" and any(c.plural == "pods" for c in changes):
+                    disruption.refresh(store, request.namespace or None)
+                store.process_due()
+            if _truthy(q.get("allowWatchBookmarks")):
+                self._chunk(
+                    {
+                        "type": "BOOKMARK",
+                        "object": {
+                            "kind": rt.kind,
+                            "apiVersion": rt.api_version,
+                            "metadata": {"resourceVersion": str(cursor)},
+                        },
+                    }
+                )
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _chunk(self, event: JSON) -> None:
+        data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def _success(rt: ResourceType, name: str, uid: Any) -> JSON:
+    details: JSON = {"name": name, "kind": rt.plural}
+    if rt.group:
+        details["group"] = rt.group
+    if uid:
+        details["uid"] = uid
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def _scale_of(obj: JSON) -> JSON:
+    meta = metadata(obj)
+    selector = selector_from_object((obj.get("spec") or {}).get("selector") or {})
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+            "creationTimestamp": meta.get("creationTimestamp"),
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": selector.to_string(),
+        },
+    }

@@ -1,0 +1,245 @@
+"""Scenario files for `longshore simulate`: the cluster, the initial workloads and timed steps.
+
+Theory of operation: a scenario is YAML validated by pydantic at the edge. Paths inside it are relative
+to the scenario file. Times are Kubernetes-style durations (`90s`, `5m`, `31d`) or plain seconds. The
+runner replays the steps in time order on the simulated cluster's virtual clock; steps never sleep.
+
+Example:
+    name: seed-inflate
+    cluster: ../clusters/demo.yaml        # or `manifests: [...]` with plain Karpenter YAML
+    workloads: [../fixtures/inflate.yaml]
+    duration: 10m
+    steps:
+      - at: 5s
+        scale: {deployment: inflate, replicas: 5}
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$")
+
+
+def parse_duration(value: Any) -> float:
+    """`"1h30m"` -> 5400.0; numbers are seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    match = _DURATION.match(text)
+    if not text or not match or not any(match.groups()):
+        raise ValueError(f"{value!r} is not a duration (examples: 30s, 5m, 1h30m, 31d)")
+    days, hours, minutes, seconds = match.groups()
+    return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Scale(_Strict):
+    deployment: str
+    replicas: int = Field(ge=0)
+    namespace: str = "default"
+
+
+class Delete(_Strict):
+    deployment: str
+    namespace: str = "default"
+
+
+class Apply(_Strict):
+    """Create more workloads (Deployment, DaemonSet, PodDisruptionBudget manifests) mid-run."""
+
+    files: list[str]
+
+
+class Unavailable(_Strict):
+    """Make offerings fail with InsufficientInstanceCapacity, as EC2 does when a pool runs dry."""
+
+    instance_types: list[str] = Field(alias="instanceTypes")
+    zones: list[str] = Field(default_factory=list)
+    capacity_type: Literal["spot", "on-demand", "any"] = Field("any", alias="capacityType")
+    duration: Duration | None = None
+    error_code: str = Field("InsufficientInstanceCapacity", alias="errorCode")
+
+
+class Crash(_Strict):
+    """Kill the provisioner at a point of its next pass (the Lambda dies; the next run must recover)."""
+
+    point: Literal["after-launch-before-record", "before-launch"]
+
+
+class Event(_Strict):
+    """Deliver an AWS-shaped EventBridge event (a JSON file) through the interruption queue, as EventBridge would.
+
+    The k-th distinct instance id in the file becomes the k-th chosen node's instance (`nodes`: how many
+    nodes, chosen oldest first among the nodes matching `selector`, or their names; 0 keeps the file's ids,
+    e.g. for a foreign instance). Every timestamp in the event moves by the same amount so that its `time`
+    is now. `copies` sends the same message more than once (SQS is at-least-once). A spot warning also makes
+    EC2 reclaim each named instance `reclaimAfter` later (120 s), if it is still running then.
+    """
+
+    file: str
+    nodes: int | list[str] = Field(1)
+    selector: dict[str, str] = Field(default_factory=dict)
+    copies: int = Field(1, ge=1, le=10)
+    reclaim_after: Duration = Field(120.0, alias="reclaimAfter")
+
+
+class Rotate(_Strict):
+    """Start a rotation execution, as `longshore rotate` does (nodes: how many, oldest first, or names)."""
+
+    nodes: int | list[str] = 1
+    selector: dict[str, str] = Field(default_factory=dict)
+    max_unavailable: int = Field(1, alias="maxUnavailable", ge=1)
+    surge: bool = True
+    canary: bool = True
+    drain_seconds: int | None = Field(None, alias="drainSeconds", ge=0)
+
+
+class Ami(_Strict):
+    """AWS publishes a new EKS AMI release: new images, and the public SSM parameters point at them."""
+
+    release: str = Field(min_length=1)
+
+
+ACTIONS = ("scale", "delete", "apply", "unavailable", "crash", "event", "rotate", "ami")
+
+
+class Window(_Strict):
+    min: float
+    max: float
+
+
+class Step(_Strict):
+    at: Duration
+    scale: Scale | None = None
+    delete: Delete | None = None
+    apply: Apply | None = None
+    unavailable: Unavailable | None = None
+    crash: Crash | None = None
+    event: Event | None = None
+    rotate: Rotate | None = None
+    ami: Ami | None = None
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> Step:
+        actions = [n for n in ACTIONS if getattr(self, n)]
+        if len(actions) > 1:
+            raise ValueError(f"a step does one thing; this one has {', '.join(actions)}")
+        return self
+
+    @property
+    def action(self) -> str:
+        for name in ACTIONS:
+            if getattr(self, name) is not None:
+                return name
+        return "note"
+
+
+class Expect(_Strict):
+    """Outcomes the scenario promises; tests and `simulate --check` assert them."""
+
+    all_running: bool = Field(True, alias="allRunning")
+    max_cost_ratio: float | None = Field(None, alias="maxCostRatio")
+    max_first_fleet_request_s: float | None = Field(None, alias="maxFirstFleetRequestSeconds")
+    zero_violations: bool = Field(True, alias="zeroViolations")
+    taint_after_last_pod_left_s: Window | None = Field(None, alias="taintAfterLastPodLeftSeconds")
+    cordon_after_warning_s: float | None = Field(None, alias="maxCordonAfterWarningSeconds")
+    replacement_after_warning_s: float | None = Field(None, alias="maxReplacementRequestAfterWarningSeconds")
+    evicted_pods_running_before_reclaim: bool = Field(False, alias="evictedPodsRunningBeforeReclaim")
+    min_disruptions: dict[str, int] = Field(default_factory=dict, alias="minDisruptions")
+    final_nodes: int | None = Field(None, alias="finalNodes")
+
+
+class Scenario(_Strict):
+    name: str
+    description: str = ""
+    cluster: str | None = None
+    manifests: list[str] = Field(default_factory=list)
+    region: str = "us-east-1"
+    cluster_name: str = Field("demo", alias="clusterName")
+    workloads: list[str] = Field(default_factory=list)
+    boot_delay: Duration = Field(30.0, alias="bootDelay")
+    tick: Duration = 1.0
+    duration: Duration
+    steps: list[Step] = Field(default_factory=list)
+    expect: Expect = Field(default_factory=lambda: Expect.model_validate({}))
+    source: Path = Field(Path("."), exclude=True)
+
+    @model_validator(mode="after")
+    def _has_cluster(self) -> Scenario:
+        if not self.cluster and not self.manifests:
+            raise ValueError("give `cluster:` (a cluster config) or `manifests:` (Karpenter YAML)")
+        for step in self.steps:
+            if step.at > self.duration:
+                raise ValueError(f"step at {step.at:g}s is after the scenario's duration {self.duration:g}s")
+        return self
+
+    def resolve(self, relative: str) -> Path:
+        path = Path(relative)
+        return path if path.is_absolute() else (self.source.parent / path).resolve()
+
+    def config_paths(self) -> list[Path]:
+        return [self.resolve(p) for p in ([self.cluster] if self.cluster else self.manifests)]
+
+    def ordered_steps(self) -> list[Step]:
+        return sorted(self.steps, key=lambda s: s.at)
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message names the file, field and value."""
+
+
+BUNDLED = Path(__file__).resolve().parent / "scenarios"
+"""The scenarios shipped with the package (`longshore simulate seed-inflate` runs `BUNDLED/seed-inflate.yaml`)."""
+
+
+def bundled_scenarios() -> list[str]:
+    """The names of the shipped scenarios, sorted."""
+    return sorted(p.stem for p in BUNDLED.glob("*.yaml"))
+
+
+def resolve_scenario(path: Path | str) -> Path:
+    """A scenario file: `path` itself when it exists, else the shipped scenario of that name (with or without
+    `.yaml`, and with or without a leading `scenarios/`), else `path` unchanged (loading then says it is missing).
+    """
+    path = Path(path)
+    if path.exists():
+        return path
+    bundled = BUNDLED / Path(path.name).with_suffix(".yaml")
+    return bundled if bundled.exists() else path
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    path = resolve_scenario(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError as exc:
+        names = ", ".join(bundled_scenarios())
+        raise ScenarioError(f"{path}: no such scenario file (shipped scenarios: {names})") from exc
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{path}: a scenario is a mapping, got {type(data).__name__}")
+    try:
+        return Scenario.model_validate({**data, "source": path.resolve()})
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            field = ".".join(str(p) for p in error["loc"]) or "(top)"
+            value = error.get("input")
+            lines.append(f"{path}: {field}: {error['msg']} (value: {value!r})")
+        raise ScenarioError("\n".join(lines)) from exc

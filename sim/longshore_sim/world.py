@@ -130,10 +130,11 @@ class SimulatedWorld:
             DynamoTable,
         )
         from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
-        from longshore.adapters.aws.fleet import Ec2Launcher
+        from longshore.adapters.aws.fleet import Ec2Fleet
         from longshore.adapters.aws.instance_types import load_catalog
         from longshore.adapters.aws.instances import Ec2Instances
         from longshore.adapters.kube.cluster import KubeCluster
+        from longshore.services.launch import ClaimLauncher
         from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
 
@@ -190,16 +191,20 @@ class SimulatedWorld:
             )
             self.api_client = api_client(info, tokens, endpoint=self.cluster.emulator.url)
             self.kube = KubeCluster(self.api_client, sleep=self.sleep, now=self.clock.now)
-            self.launcher = Ec2Launcher(
+            self.ec2_fleet = fleet = Ec2Fleet(
                 ec2=self.ec2,
                 ssm=retry.client(session, "ssm", self.config.region),
                 iam=session.client("iam", region_name=self.config.region),
                 cluster=info,
+                sleep=self.sleep,
+            )
+            self.launcher = ClaimLauncher(
+                fleet=fleet,
                 config=self.config,
                 store=self.store,
                 offerings=self.offerings,
                 instances=self.instances,
-                sleep=self.sleep,
+                clock=self.clock,
             )
             self._start_disruption(session, info)
             self.cluster.store.admission.append(self._admission_webhook)
@@ -483,7 +488,7 @@ class SimulatedWorld:
     def publish_amis(self, release: str) -> dict[str, str]:
         """A new EKS AMI release: register an image per variant and point the public SSM parameters at it
         (what AWS does when it publishes an AMI). Returns {parameter name: new image id}."""
-        from longshore.adapters.aws.amis import AmiResolver, ssm_parameter_name
+        from longshore.adapters.aws.amis import ssm_parameter_name
         from longshore_sim.aws import AMI_VARIANTS, put_public_parameter, register_image
 
         published: dict[str, str] = {}
@@ -496,7 +501,7 @@ class SimulatedWorld:
             published[parameter] = image
         # The launcher's resolver trusts an answer for 5 minutes (REFRESH_SECONDS); the scenario publishes at a
         # chosen instant and wants launches from then on to use it, as a cold container would: start afresh.
-        self.launcher._amis = AmiResolver(self.ssm, self.ec2)
+        self.ec2_fleet.forget_images()
         return published
 
     # -- workloads -------------------------------------------------------------------------------------------

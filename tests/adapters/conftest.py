@@ -18,11 +18,13 @@ from longshore.adapters.aws.dynamodb import (
     DynamoTable,
 )
 from longshore.adapters.aws.eks import describe_cluster
-from longshore.adapters.aws.fleet import Ec2Launcher
+from longshore.adapters.aws.fleet import Ec2Fleet
 from longshore.adapters.aws.instances import Ec2Instances
 from longshore.adapters.aws.userdata import ClusterInfo
+from longshore.adapters.clock import WallClock
 from longshore.core.claims import KubeletSettings, LaunchOption, LaunchRequest, NodeClaim, claim_id_for
 from longshore.core.model import ClusterConfig, NodeClass, NodePool, Origin, SelectorTerm, Taint
+from longshore.services.launch import ClaimLauncher
 from longshore_sim.aws import FleetEmulator, SeededCluster, ThrottleInjector, seed_cluster
 
 CLUSTER = "demo-cluster"
@@ -130,17 +132,21 @@ class World:
     throttle: ThrottleInjector
     sleeps: list[float] = field(default_factory=list)
 
-    def launcher(self, config: ClusterConfig | None = None) -> Ec2Launcher:
-        return Ec2Launcher(
+    def launcher(self, config: ClusterConfig | None = None) -> ClaimLauncher:
+        fleet = Ec2Fleet(
             ec2=self.ec2,
             ssm=self.session.client("ssm"),
             iam=self.session.client("iam"),
             cluster=self.cluster,
+            sleep=self.sleeps.append,
+        )
+        return ClaimLauncher(
+            fleet=fleet,
             config=config or self.config,
             store=self.store,
             offerings=self.offerings,
             instances=self.instances,
-            sleep=self.sleeps.append,
+            clock=WallClock(),
         )
 
     def live_instances(self) -> list[dict[str, object]]:

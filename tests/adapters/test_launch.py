@@ -103,11 +103,11 @@ def test_launch_templates_are_shared_and_recreated_when_deleted(world: World) ->
     first = launcher.launch(request(pods=("default/a",)), NOW)
     second = launcher.launch(request(pods=("default/b",)), NOW)
     assert first.claim.launch_template == second.claim.launch_template  # type: ignore[union-attr]
-    assert len(launcher.templates.owned()) == 1
+    assert len(launcher.fleet.templates.owned()) == 1
     world.ec2.delete_launch_template(LaunchTemplateName=first.claim.launch_template)  # type: ignore[attr-defined, union-attr]
     third = launcher.launch(request(pods=("default/c",)), NOW)
     assert third.status == "launched"
-    assert len(launcher.templates.owned()) == 1
+    assert len(launcher.fleet.templates.owned()) == 1
     assert len(world.live_instances()) == 3
 
 
@@ -115,10 +115,10 @@ def test_unused_launch_templates_are_collected_after_the_grace(world: World) -> 
     launcher = world.launcher()
     result = launcher.launch(request(), NOW)
     name = str(result.claim.launch_template)  # type: ignore[union-attr]
-    assert launcher.templates.collect_unused({name}, NOW + 3600) == ()
-    assert launcher.templates.collect_unused(set(), NOW + 10) == (), "too young to collect"
-    assert launcher.templates.collect_unused(set(), NOW + 3600) == (name,)
-    assert launcher.templates.owned() == ()
+    assert launcher.fleet.templates.collect_unused({name}, NOW + 3600) == ()
+    assert launcher.fleet.templates.collect_unused(set(), NOW + 10) == (), "too young to collect"
+    assert launcher.fleet.templates.collect_unused(set(), NOW + 3600) == (name,)
+    assert launcher.fleet.templates.owned() == ()
 
 
 def test_at_most_sixty_overrides_per_call_cheapest_first(world: World) -> None:
@@ -281,7 +281,7 @@ def test_two_threads_launching_the_same_claim_make_one_instance(world: World) ->
 def test_a_repeated_client_token_returns_the_first_answer_without_launching(world: World) -> None:
     req = request()
     result = world.launcher().launch(req, NOW)
-    [template] = world.launcher().templates.owned()
+    [template] = world.launcher().fleet.templates.owned()
     params = {
         "Type": "instant",
         "ClientToken": "longshore-fixed-token",

@@ -2,7 +2,7 @@
 
 The Kubernetes side is the workflow tests' stateful `FakeCluster` (plus DaemonSets); the AWS side is moto, seeded
 by `sim.aws.seed_cluster`, with the `FleetEmulator` on the EC2 client so CreateFleet picks the cheapest pool and
-can refuse pools with capacity errors, and the production `Ec2Launcher` and DynamoDB stores on top.
+can refuse pools with capacity errors, and the production `ClaimLauncher` over `Ec2Fleet` and DynamoDB stores on top.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from moto import mock_aws
 from longshore.adapters.aws import retry
 from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoOfferingAvailability, DynamoTable
 from longshore.adapters.aws.eks import describe_cluster
-from longshore.adapters.aws.fleet import Ec2Launcher
+from longshore.adapters.aws.fleet import Ec2Fleet
 from longshore.adapters.aws.instances import Ec2Instances
 from longshore.adapters.memory import MemoryClaimStore, MemoryOfferingAvailability
 from longshore.adapters.memory_metrics import MemoryMetricsSink
@@ -30,6 +30,7 @@ from longshore.core.claims import NodeClaim, provider_id
 from longshore.core.model import ClusterConfig, NodeClass, NodePool, Origin, Requirement, SelectorTerm, Taint
 from longshore.core.resources import Resources
 from longshore.ports.kube import Manifest
+from longshore.services.launch import ClaimLauncher
 from longshore.services.replacement import ClusterReplacementLauncher
 from longshore_sim.aws import FleetEmulator, seed_cluster
 from longshore_sim.clock import VirtualClock
@@ -225,16 +226,20 @@ class World:
 
     def replacements(self, config: ClusterConfig | None = None) -> ClusterReplacementLauncher:
         the_config = config or self.config
-        launcher = Ec2Launcher(
+        fleet = Ec2Fleet(
             ec2=self.ec2,
             ssm=self.session.client("ssm"),
             iam=self.session.client("iam"),
             cluster=describe_cluster(self.session.client("eks"), CLUSTER),
+            sleep=lambda seconds: None,
+        )
+        launcher = ClaimLauncher(
+            fleet=fleet,
             config=the_config,
             store=self.store,
             offerings=self.offerings,
             instances=self.instances,
-            sleep=lambda seconds: None,
+            clock=self.clock,
         )
         return ClusterReplacementLauncher(
             cluster=self.cluster,

@@ -21,7 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("longshore_sim.cli.demo", "Run the local end-to-end demo (needs longshore[sim])."),
     "catalog": ("longshore.cli.catalog", "Show the instance types and offerings each pool may use."),
     "plan": ("longshore.cli.plan", "Plan node claims for pending pods (a dry run of the packing engine)."),
-    "simulate": ("longshore_sim.cli.simulate", "Run a scenario on the simulated cluster (needs longshore[sim])."),
+    "simulate": (
+        "longshore_sim.cli.simulate",
+        "Run a scenario on the simulated cluster (needs longshore[sim]).",
+    ),
     "event": ("longshore.cli.event", "Show what Longshore would do with an EventBridge event."),
     "rotate": ("longshore.cli.rotate", "Start a manual node rotation."),
     "explain": ("longshore.cli.explain", "Explain why a node is not disrupted or a pod is pending."),

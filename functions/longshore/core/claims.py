@@ -193,6 +193,19 @@ class OfferingFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetOutcome:
+    """One fleet call: the instance it launched (if any), its launch template and image, and the overrides
+    it refused."""
+
+    instance_id: str | None
+    instance_type: str | None
+    zone: str | None
+    launch_template: str | None
+    failures: tuple[OfferingFailure, ...]
+    image_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MetricPoint:
     """A metric to emit: a name from `core.telemetry`, a value, and its dimensions."""
 

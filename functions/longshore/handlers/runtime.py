@@ -38,7 +38,6 @@ if TYPE_CHECKING:
         DynamoOfferingAvailability,
         DynamoTable,
     )
-    from longshore.adapters.aws.fleet import Ec2Launcher
     from longshore.adapters.aws.instances import Ec2Instances
     from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
     from longshore.adapters.aws.userdata import ClusterInfo
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
     from longshore.config.settings import RuntimeSettings
     from longshore.core.catalog import Catalog
     from longshore.core.model import ClusterConfig
+    from longshore.services.launch import ClaimLauncher
 
 CONFIG_MAX_AGE_S = 300
 PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1 only
@@ -208,19 +208,24 @@ class Runtime:
         return Ec2Instances(self.client("ec2"), self.settings.cluster_name)
 
     @cached_property
-    def launcher(self) -> Ec2Launcher:
-        from longshore.adapters.aws.fleet import Ec2Launcher
+    def launcher(self) -> ClaimLauncher:
+        from longshore.adapters.aws.fleet import Ec2Fleet
+        from longshore.services.launch import ClaimLauncher
 
-        return Ec2Launcher(
+        fleet = Ec2Fleet(
             ec2=self.client("ec2"),
             ssm=self.client("ssm"),
             iam=self.lazy_client("iam"),
             cluster=self.cluster_info,
+            sleep=self.clock.sleep,
+        )
+        return ClaimLauncher(
+            fleet=fleet,
             config=self.config,
             store=self.claims,
             offerings=self.offerings,
             instances=self.instances,
-            sleep=self.clock.sleep,
+            clock=self.clock,
         )
 
     @cached_property

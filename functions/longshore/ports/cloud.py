@@ -1,21 +1,72 @@
 """The cloud as the provisioner sees it: launch a node claim, and read or terminate the instances we own.
 
 Theory of operation: `Launcher.launch` turns one `LaunchRequest` into at most one instance, idempotently (the
-claim id, written to the store before the launch, is the key). `Instances` reads and terminates instances by
-id and lists those tagged as ours, which the lifecycle uses for registration timeouts and orphan collection.
-Both speak core types only; the EC2 implementations live in `adapters.aws`.
+claim id, written to the store before the launch, is the key); `services.launch.ClaimLauncher` implements it
+over `Fleet`, the single cloud call that starts an instance. `Instances` reads and terminates instances by id
+and lists those tagged as ours, which the lifecycle uses for registration timeouts and orphan collection.
+All speak core types only; the EC2 implementations live in `adapters.aws`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from longshore.core.claims import CloudInstance, LaunchRequest, LaunchResult
+from longshore.core.claims import (
+    CloudInstance,
+    FleetOutcome,
+    LaunchOption,
+    LaunchRequest,
+    LaunchResult,
+    NodeClaim,
+)
+from longshore.core.model import NodeClass, NodePool
 
 
 class Launcher(Protocol):
-    def launch(self, request: LaunchRequest, now: float) -> LaunchResult: ...
+    def launch(self, request: LaunchRequest, now: float) -> LaunchResult:
+        """At most one instance for `request.claim`, however often and however concurrently it is called."""
+        ...
+
+
+class FleetCallError(Exception):
+    """The cloud refused a fleet call as a whole (not per override): `code` is its error code, `throttled` says
+    whether retrying later may succeed, `settled` that the ClientToken was already used with other parameters
+    (an earlier attempt of this claim reached the cloud)."""
+
+    def __init__(
+        self, code: str, message: str = "", *, throttled: bool = False, settled: bool = False
+    ) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.throttled = throttled
+        self.settled = settled
+
+
+class Fleet(Protocol):
+    """The one cloud call that starts an instance, and what it needs to know about the node class."""
+
+    def zones(self, node_class: NodeClass) -> frozenset[str]:
+        """The zones `node_class` has a subnet in (offerings elsewhere cannot launch). Raises `ValueError` when
+        the node class cannot be launched at all (no subnet matches)."""
+        ...
+
+    def create(
+        self,
+        claim: NodeClaim,
+        pool: NodePool,
+        node_class: NodeClass,
+        labels: Iterable[tuple[str, str]],
+        options: Sequence[LaunchOption],
+        now: float,
+    ) -> FleetOutcome:
+        """One instant fleet of one instance over `options` (all of one capacity type, in priority order),
+        tagged with the claim and de-duplicated by the claim's ClientToken (`core.claims.client_token` of its
+        recorded attempt): a repeated call with the same attempt answers with the same instance. Per-override
+        refusals come back in `FleetOutcome.failures`; a refusal of the whole call raises `FleetCallError`;
+        a node class that cannot be launched (no AMI, security group or instance profile, bad user data)
+        raises `ValueError` before any instance exists."""
+        ...
 
 
 class Instances(Protocol):

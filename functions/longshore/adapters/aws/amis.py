@@ -98,6 +98,12 @@ class AmiResolver:
         self._parameters: dict[str, str] = {}
         self._images: dict[tuple[SelectorTerm, ...], tuple[dict[str, Any], ...]] = {}
 
+    def forget(self) -> None:
+        """Drop every answer: the next resolve asks SSM and EC2 again (a cold start's view)."""
+        self._fetched_at = None
+        self._parameters.clear()
+        self._images.clear()
+
     def refresh_if_stale(self, now: float) -> None:
         """Forget cached answers older than the TTL (`now` comes from the caller's clock)."""
         if self._fetched_at is None or now - self._fetched_at >= self._ttl_s:

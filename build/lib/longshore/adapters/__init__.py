@@ -1,1 +1,0 @@
-"""Adapters: implement the ports against AWS (boto3) and Kubernetes (the kubernetes client)."""

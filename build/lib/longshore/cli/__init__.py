@@ -1,1 +1,0 @@
-"""The `longshore` command line tool."""

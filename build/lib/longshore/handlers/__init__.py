@@ -1,1 +1,0 @@
-"""Lambda handlers: one module per function. Each parses its event, wires adapters, calls one service."""

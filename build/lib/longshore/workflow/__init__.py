@@ -1,1 +1,0 @@
-"""The disruption and rotation workflows: the Step Functions definitions and their plain-Python steps."""

@@ -1,1 +1,0 @@
-"""The simulation's commands, loaded by `longshore` only when `longshore[sim]` is installed."""

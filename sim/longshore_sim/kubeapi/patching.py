@@ -13,6 +13,11 @@ The table of merge keys lives here (`_MERGE_KEYS`), per resource, as paths from 
 list items are transparent (`spec.containers.env` is the env list of every container). Directives
 supported: `$patch: replace|delete` on maps and list items, `$retainKeys`, `$deleteFromPrimitiveList/<field>`,
 and `$setElementOrder/<field>` (accepted and ignored: the emulator keeps existing order).
+
+Server-side apply (`application/apply-patch+yaml`, what `kubectl apply --server-side` sends) is served as a
+strategic merge of the applied configuration, creating the object when it does not exist. The emulator keeps
+no field ownership (`managedFields`): a field removed from the applied configuration is left in place and
+conflicts between managers are never reported, where a real API server would remove the field or answer 409.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonpatch
+import yaml
 
 from longshore_sim.kubeapi.errors import ApiError, bad_request
 
@@ -104,7 +110,7 @@ def apply(content_type: str, original: Mapping[str, Any], patch: Any, plural: st
     if media == STRATEGIC_MERGE_PATCH:
         return apply_strategic_merge_patch(original, patch, plural)
     if media == APPLY_PATCH:
-        raise ApiError(415, "UnsupportedMediaType", "server-side apply is not supported by the emulator")
+        return apply_strategic_merge_patch(original, patch, plural)
     raise ApiError(
         415,
         "UnsupportedMediaType",
@@ -253,3 +259,11 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy(v) for v in value]
     return value
+
+
+def load_apply_yaml(raw: bytes) -> Any:
+    """The body of a server-side apply request, which may be YAML rather than JSON."""
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as error:
+        raise bad_request(f"the applied configuration is not valid YAML: {error}") from None

@@ -160,6 +160,40 @@ TYPES: tuple[ResourceType, ...] = (
     ResourceType(
         "coordination.k8s.io", "v1", "leases", "Lease", True, frozenset(), (), _METADATA_FIELDS, "lease"
     ),
+    # Karpenter's custom resources (`deploy/crds/`), served as the API server serves installed CRDs.
+    ResourceType(
+        "karpenter.sh",
+        "v1",
+        "nodepools",
+        "NodePool",
+        False,
+        frozenset({"status", "scale"}),
+        (),
+        _METADATA_FIELDS,
+        "nodepool",
+    ),
+    ResourceType(
+        "karpenter.sh",
+        "v1",
+        "nodeclaims",
+        "NodeClaim",
+        False,
+        frozenset({"status"}),
+        (),
+        _METADATA_FIELDS,
+        "nodeclaim",
+    ),
+    ResourceType(
+        "karpenter.k8s.aws",
+        "v1",
+        "ec2nodeclasses",
+        "EC2NodeClass",
+        False,
+        frozenset({"status"}),
+        ("ec2nc", "ec2ncs"),
+        _METADATA_FIELDS,
+        "ec2nodeclass",
+    ),
 )
 
 BY_PLURAL: dict[str, ResourceType] = {t.plural: t for t in TYPES}

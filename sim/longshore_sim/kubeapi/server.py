@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from longshore_sim.kubeapi import discovery, disruption, errors, patching
+from longshore_sim.kubeapi import discovery, disruption, errors, openapi, patching, tables
 from longshore_sim.kubeapi.errors import ApiError
 from longshore_sim.kubeapi.faults import FaultInjector, Route
 from longshore_sim.kubeapi.meta import JSON, metadata, name_of
@@ -112,8 +112,10 @@ def parse_request(method: str, raw_path: str) -> Request:
     split = urlsplit(raw_path)
     query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
     parts = [p for p in split.path.split("/") if p]
-    if parts in ([], ["version"], ["api"], ["apis"], ["healthz"], ["livez"], ["readyz"]) or (
-        parts[:1] == ["apis"] and len(parts) == 2
+    if (
+        parts in ([], ["version"], ["api"], ["apis"], ["healthz"], ["livez"], ["readyz"])
+        or (parts[:1] == ["apis"] and len(parts) == 2)
+        or parts[:2] == ["openapi", "v3"]
     ):
         return Request(method, None, "", "", "", "get", query, "/" + "/".join(parts))
     if parts[:1] == ["api"] and len(parts) >= 2:
@@ -218,6 +220,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._watch(method, request, effect.drop_after)
                 return
             status, payload = self._dispatch(request, body)
+            accept = self.headers.get("Accept") or ""
+            if request.rt is not None and request.verb in ("get", "list") and tables.wants_table(accept):
+                include = request.query.get("includeObject") or "Metadata"
+                payload = tables.as_table(request.rt, payload, self.state.store.clock.now(), include)
             self._record(method, request, status)
             self._send_json(status, payload)
         except ApiError as exc:
@@ -246,6 +252,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             return json.loads(raw)
         except ValueError:
+            if "apply-patch+yaml" in (self.headers.get("Content-Type") or ""):
+                return patching.load_apply_yaml(raw)
             raise errors.bad_request(f"the request body is not valid JSON: {raw[:80]!r}") from None
 
     def _authenticate(self) -> None:
@@ -299,6 +307,10 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, store.update(rt.plural, obj, request.namespace or None, subresource=subresource)
         if request.verb == "patch":
             content_type = self.headers.get("Content-Type") or ""
+            if content_type.startswith(patching.APPLY_PATCH) and not subresource:
+                created = self._create_applied(request, body)
+                if created is not None:
+                    return 201, created
             return 200, store.patch(
                 rt.plural,
                 request.name,
@@ -337,6 +349,22 @@ class _Handler(BaseHTTPRequestHandler):
             raise errors.bad_request("the request body must be a JSON object")
         return body
 
+    def _create_applied(self, request: Request, body: Any) -> JSON | None:
+        """Server-side apply of an object that does not exist yet creates it; None when it exists."""
+        assert request.rt is not None
+        try:
+            self.state.store.get(request.rt.plural, request.name, request.namespace or None)
+            return None
+        except ApiError as error:
+            if error.code != 404:
+                raise
+        obj = self._object(body)
+        if name_of(obj) != request.name:
+            raise errors.bad_request(
+                f"the name of the object ({name_of(obj)}) does not match the name on the URL ({request.name})"
+            )
+        return self.state.store.create(request.rt.plural, obj, request.namespace or None)
+
     def _discovery(self, path: str) -> Any:
         parts = [p for p in path.split("/") if p]
         if parts == ["version"]:
@@ -345,6 +373,13 @@ class _Handler(BaseHTTPRequestHandler):
             return "ok"
         if parts == ["api"]:
             return discovery.core_versions()
+        if parts == ["openapi", "v3"]:
+            return openapi.index()
+        if parts[:2] == ["openapi", "v3"]:
+            found = openapi.document("/".join(parts[2:]))
+            if found is None:
+                raise errors.route_not_found()
+            return found
         if parts == ["apis"]:
             return discovery.group_list()
         if parts[:1] == ["apis"] and len(parts) == 2:

@@ -303,6 +303,7 @@ def _load(
             node_classes=tuple(classes),
             interruption=normalise.interruption(spec.interruption),
             settings=normalise.settings(spec.settings),
+            pool_source=spec.poolSource,
         )
     return ClusterConfig(
         name=cluster_name,

@@ -24,6 +24,9 @@ from longshore.config.schema.base import FieldRuleError, Metadata, StrictModel
 
 CLUSTER_API_VERSION = "longshore.io/v1alpha1"
 REBALANCE_POLICIES = ("ignore", "notify", "replace")
+POOL_SOURCES = ("config", "cluster", "both")
+"""Where NodePools and EC2NodeClasses come from: this config only, the cluster's objects only, or both (a
+cluster object wins over a config document of the same kind and name)."""
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$")
 _KUBERNETES_VERSION = re.compile(r"^1\.[0-9]+$")
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
@@ -146,6 +149,14 @@ class ClusterSpec(StrictModel):
     settings: GlobalSettings = GlobalSettings()
     include: list[str] = []
     manifests: list[dict[str, Any]] = []
+    poolSource: str = "both"
+
+    @field_validator("poolSource")
+    @classmethod
+    def _pool_source(cls, source: str) -> str:
+        if source not in POOL_SOURCES:
+            raise ValueError(f"poolSource {source!r} is not one of {', '.join(POOL_SOURCES)}")
+        return source
 
     @field_validator("region")
     @classmethod

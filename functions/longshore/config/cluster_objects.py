@@ -1,0 +1,172 @@
+"""NodePools and EC2NodeClasses from the cluster, merged with the deployed config by `spec.poolSource`.
+
+Rules:
+- Sources (`Cluster.spec.poolSource`): `config` uses only the deployed config (the SSM parameter, from
+  `clusters/NAME.yaml`); `cluster` uses only the `karpenter.sh` / `karpenter.k8s.aws` objects in the cluster;
+  `both` (the default) uses both, and an object in the cluster wins over a config document of the same kind
+  and name (GitOps is the live source; the config entry it replaces is reported in `MergedConfig.shadowed`).
+  The Cluster document itself (name, region, settings, interruption) always comes from the config.
+- Every cluster object is validated alone, with the same rules as `longshore validate` (it is loaded through
+  `load_cluster_text`), an EC2NodeClass first and then each NodePool against the classes that are valid. An
+  invalid object is not used; its `ObjectVerdict` carries the loader's message, which names the object
+  (`nodepools.karpenter.sh/NAME`), the field and the value. A NodePool whose class is invalid or missing is
+  invalid too ("nodeClassRef names ... which does not exist").
+- Whatever the cluster holds, the result loads: if the merged set fails as a whole (a config pool whose class
+  a cluster object replaced with an incompatible one), the config alone is used and every cluster object is
+  reported as not used, with the reason.
+- Only `metadata.name`, `labels`, `annotations` and `spec` of an object are read; status and server fields
+  are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from longshore.config.errors import ConfigErrors
+from longshore.config.loader import load_cluster_text
+from longshore.core.model import ClusterConfig
+
+POOL_KINDS = ("NodePool", "Provisioner")
+CLASS_KINDS = ("EC2NodeClass", "AWSNodeTemplate")
+RESOURCE_OF_KIND = {
+    "NodePool": "nodepools.karpenter.sh",
+    "EC2NodeClass": "ec2nodeclasses.karpenter.k8s.aws",
+    "Provisioner": "provisioners.karpenter.sh",
+    "AWSNodeTemplate": "awsnodetemplates.karpenter.k8s.aws",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectVerdict:
+    """Whether one cluster object is used, and if not, why (the message names object, field and value)."""
+
+    kind: str
+    name: str
+    valid: bool
+    message: str = ""
+    used: bool = True
+
+    @property
+    def ref(self) -> str:
+        return f"{RESOURCE_OF_KIND.get(self.kind, self.kind)}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class MergedConfig:
+    config: ClusterConfig
+    verdicts: tuple[ObjectVerdict, ...]
+    shadowed: tuple[str, ...] = ()  # "Kind/name" of config documents replaced by cluster objects
+
+
+def _documents(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+
+
+def _key(document: Mapping[str, Any]) -> tuple[str, str]:
+    return str(document.get("kind", "")), str((document.get("metadata") or {}).get("name", ""))
+
+
+def _clean(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "labels", "annotations") if meta.get(k)}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": kept,
+        "spec": obj.get("spec") or {},
+    }
+
+
+def _text(documents: Iterable[Mapping[str, Any]]) -> str:
+    return yaml.safe_dump_all(list(documents), sort_keys=False, width=1000)
+
+
+def merge_cluster_objects(
+    config_text: str,
+    source: str,
+    objects: Iterable[Mapping[str, Any]],
+    *,
+    region: str,
+    cluster_name: str,
+) -> MergedConfig:
+    """The deployed config (`config_text`, named `source` in errors) merged with the cluster's pool and class
+    objects as its `poolSource` says; raises `ConfigErrors` only when the deployed config itself is invalid."""
+    base = load_cluster_text(config_text, source, region=region, cluster_name=cluster_name)
+    if base.pool_source == "config":
+        return MergedConfig(base, ())
+    documents = _documents(config_text)
+    head = [d for d in documents if d.get("kind") == "Cluster"]
+    config_docs = [d for d in documents if d.get("kind") != "Cluster"] if base.pool_source == "both" else []
+    cleaned = [_clean(o) for o in objects if o.get("kind") in POOL_KINDS + CLASS_KINDS]
+
+    alone = [_with_pool_references(d, set()) for d in head]
+
+    def load(docs: list[Mapping[str, Any]], name: str, whole: bool = False) -> ClusterConfig:
+        # An object is checked first in its own text (so error lines count from its first line), beside a
+        # Cluster document without the per-pool settings that would name pools it does not hold.
+        if whole:
+            names = {_key(d)[1] for d in docs if d.get("kind") in POOL_KINDS}
+            ordered = [*(_with_pool_references(d, names) for d in head), *docs]
+        else:
+            ordered = [*docs[-1:], *alone, *docs[:-1]]
+        return load_cluster_text(_text(ordered), name, region=region, cluster_name=cluster_name)
+
+    verdicts: dict[tuple[str, str], ObjectVerdict] = {}
+    classes: dict[tuple[str, str], Mapping[str, Any]] = {
+        _key(d): d for d in config_docs if d.get("kind") in CLASS_KINDS
+    }
+    for obj in (o for o in cleaned if o.get("kind") in CLASS_KINDS):
+        verdicts[_key(obj)] = _judge(lambda obj=obj: load([obj], _ref(obj)), obj)
+        if verdicts[_key(obj)].valid:
+            classes[_key(obj)] = obj
+        else:
+            classes.pop(_key(obj), None)
+    pools: dict[tuple[str, str], Mapping[str, Any]] = {
+        _key(d): d for d in config_docs if d.get("kind") in POOL_KINDS
+    }
+    for obj in (o for o in cleaned if o.get("kind") in POOL_KINDS):
+        verdicts[_key(obj)] = _judge(lambda obj=obj: load([*classes.values(), obj], _ref(obj)), obj)
+        if verdicts[_key(obj)].valid:
+            pools[_key(obj)] = obj
+    shadowed = tuple(
+        f"{kind}/{name}" for kind, name in (_key(d) for d in config_docs) if (kind, name) in verdicts
+    )
+    try:
+        merged = load([*classes.values(), *pools.values()], f"{source} + cluster objects", whole=True)
+    except ConfigErrors as errors:
+        reason = f"not used: the merged configuration is invalid: {errors}"
+        fallback = tuple(
+            ObjectVerdict(v.kind, v.name, v.valid, v.message or reason, used=False) for v in verdicts.values()
+        )
+        return MergedConfig(base, fallback)
+    return MergedConfig(merged, tuple(verdicts.values()), shadowed)
+
+
+def _with_pool_references(cluster: Mapping[str, Any], pools: set[str]) -> dict[str, Any]:
+    """The Cluster document with its per-pool settings kept only for `pools` (the others are not loaded)."""
+    spec = dict(cluster.get("spec") or {})
+    interruption = dict(spec.get("interruption") or {})
+    by_pool = interruption.pop("rebalanceByPool", None) or {}
+    kept = {name: policy for name, policy in by_pool.items() if name in pools}
+    if kept:
+        interruption["rebalanceByPool"] = kept
+    spec["interruption"] = interruption
+    return {**cluster, "spec": spec}
+
+
+def _ref(obj: Mapping[str, Any]) -> str:
+    kind, name = _key(obj)
+    return f"{RESOURCE_OF_KIND.get(kind, kind)}/{name}"
+
+
+def _judge(load: Any, obj: Mapping[str, Any]) -> ObjectVerdict:
+    kind, name = _key(obj)
+    try:
+        load()
+    except ConfigErrors as errors:
+        return ObjectVerdict(kind, name, valid=False, message=str(errors), used=False)
+    return ObjectVerdict(kind, name, valid=True)

@@ -28,31 +28,11 @@ import yaml
 
 from longshore.config.errors import ConfigErrors
 from longshore.config.loader import load_cluster_text
+from longshore.core.karpenter_objects import RESOURCE_OF_KIND, ObjectVerdict
 from longshore.core.model import ClusterConfig
 
 POOL_KINDS = ("NodePool", "Provisioner")
 CLASS_KINDS = ("EC2NodeClass", "AWSNodeTemplate")
-RESOURCE_OF_KIND = {
-    "NodePool": "nodepools.karpenter.sh",
-    "EC2NodeClass": "ec2nodeclasses.karpenter.k8s.aws",
-    "Provisioner": "provisioners.karpenter.sh",
-    "AWSNodeTemplate": "awsnodetemplates.karpenter.k8s.aws",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectVerdict:
-    """Whether one cluster object is used, and if not, why (the message names object, field and value)."""
-
-    kind: str
-    name: str
-    valid: bool
-    message: str = ""
-    used: bool = True
-
-    @property
-    def ref(self) -> str:
-        return f"{RESOURCE_OF_KIND.get(self.kind, self.kind)}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True)

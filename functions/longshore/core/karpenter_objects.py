@@ -1,0 +1,215 @@
+"""Karpenter's objects as Longshore writes them: NodeClaims that mirror claim records, and pool/class status.
+
+Rules:
+- The claim record (DynamoDB) stays the source of truth for launching (idempotency, fencing); the
+  `karpenter.sh/v1` NodeClaim object mirrors it for people and tools (`kubectl get nodeclaims`). A record
+  gets an object once it is launched; the object is rewritten whenever what it should say differs, and removed
+  when its record is gone.
+- NodeClaim conditions follow `kubernetes-sigs/karpenter` `pkg/apis/v1/nodeclaim_status.go`: `Launched`,
+  `Registered`, `Initialized` (true from the record's timestamps), `Ready` (= Initialized), `Drifted`,
+  `Consolidatable` and `Disrupting` (from what the planner and the workflow say), each with the time it last
+  changed: a condition whose status did not change keeps its `lastTransitionTime`, so rewriting is idempotent.
+- Pool and class status follow Karpenter's readiness: `ValidationSucceeded` (the verdict of
+  `config.cluster_objects`), `NodeClassReady` for pools, and `Ready`, true only when every other condition
+  is. A NodePool's `status.resources` holds the `nodes` count and the cpu and memory of its nodes.
+- Pure: every function returns new dicts shaped like `kubectl get -o json`; times come in as epoch seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from longshore.core import labels as wk
+from longshore.core.claims import NodeClaim
+
+NODECLAIM_API_VERSION = "karpenter.sh/v1"
+TERMINATION_FINALIZER = "karpenter.sh/termination"
+MANAGED_BY = "longshore.io/managed-by"
+"""Label on every NodeClaim object Longshore writes (objects without it, such as Karpenter's, are left alone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectVerdict:
+    """Whether one cluster object is used, and if not, why (the message names object, field and value)."""
+
+    kind: str
+    name: str
+    valid: bool
+    message: str = ""
+    used: bool = True
+
+    @property
+    def ref(self) -> str:
+        return f"{RESOURCE_OF_KIND.get(self.kind, self.kind)}/{self.name}"
+
+
+RESOURCE_OF_KIND = {
+    "NodePool": "nodepools.karpenter.sh",
+    "EC2NodeClass": "ec2nodeclasses.karpenter.k8s.aws",
+    "Provisioner": "provisioners.karpenter.sh",
+    "AWSNodeTemplate": "awsnodetemplates.karpenter.k8s.aws",
+}
+
+
+def rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str = ""
+    since: float | None = None  # when it became what it is, if known (else: now, unless unchanged)
+
+
+def conditions(
+    wanted: Sequence[Condition], previous: Iterable[Mapping[str, Any]], now: float
+) -> list[dict[str, Any]]:
+    """Kubernetes conditions for `wanted`; one whose status is unchanged keeps its `lastTransitionTime`."""
+    before = {str(c.get("type")): c for c in previous if isinstance(c, Mapping)}
+    out = []
+    for condition in wanted:
+        status = "True" if condition.status else "False"
+        old = before.get(condition.type)
+        if old is not None and old.get("status") == status and old.get("lastTransitionTime"):
+            stamp = str(old["lastTransitionTime"])
+        else:
+            stamp = rfc3339(condition.since if condition.since is not None else now)
+        out.append(
+            {
+                "type": condition.type,
+                "status": status,
+                "reason": condition.reason,
+                "message": condition.message,
+                "lastTransitionTime": stamp,
+            }
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimFlags:
+    """What the planner and the workflow know about a claim's node beyond its record."""
+
+    drifted: str = ""  # the drift reason, "" when not drifted
+    consolidatable_since: float | None = None
+    disrupting: str = ""  # the disruption reason, "" when not being disrupted
+
+
+def nodeclaim_object(
+    claim: NodeClaim,
+    flags: ClaimFlags,
+    previous: Mapping[str, Any] | None,
+    now: float,
+    *,
+    capacity: Mapping[str, str] | None = None,
+    allocatable: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The NodeClaim object for a launched claim (see the module rules)."""
+    labels = {MANAGED_BY: "longshore", wk.NODEPOOL: claim.nodepool}
+    for key, value in (
+        (wk.INSTANCE_TYPE, claim.instance_type),
+        (wk.ZONE, claim.zone),
+        (wk.CAPACITY_TYPE, claim.capacity_type),
+    ):
+        if value:
+            labels[key] = value
+    wanted = [
+        Condition("Launched", claim.launched_at is not None, "Launched", since=claim.launched_at),
+        Condition("Registered", claim.registered_at is not None, "Registered", since=claim.registered_at),
+        Condition("Initialized", claim.initialized_at is not None, "Initialized", since=claim.initialized_at),
+        Condition(
+            "Drifted", bool(flags.drifted), "Drifted" if flags.drifted else "NotDrifted", flags.drifted
+        ),
+        Condition(
+            "Consolidatable",
+            flags.consolidatable_since is not None,
+            "Consolidatable" if flags.consolidatable_since is not None else "NotConsolidatable",
+            since=flags.consolidatable_since,
+        ),
+        Condition("Disrupting", bool(flags.disrupting), flags.disrupting or "NotDisrupting"),
+    ]
+    wanted.append(
+        Condition(
+            "Ready", claim.initialized_at is not None, "Ready" if claim.initialized_at else "NotInitialized"
+        )
+    )
+    old_status = (previous or {}).get("status") or {}
+    status: dict[str, Any] = {
+        "conditions": conditions(wanted, old_status.get("conditions") or (), now),
+    }
+    if claim.provider_id:
+        status["providerID"] = claim.provider_id
+    if claim.node_name:
+        status["nodeName"] = claim.node_name
+    if claim.image_id:
+        status["imageID"] = claim.image_id
+    if capacity:
+        status["capacity"] = dict(capacity)
+    if allocatable:
+        status["allocatable"] = dict(allocatable)
+    requirements = [
+        {"key": r.key, "operator": r.operator, "values": list(r.values)} for r in claim.requirements
+    ]
+    return {
+        "apiVersion": NODECLAIM_API_VERSION,
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": claim.id,
+            "labels": labels,
+            "annotations": {"longshore.io/claim-state": claim.state},
+            "finalizers": [TERMINATION_FINALIZER],
+        },
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": claim.node_class},
+            "requirements": requirements,
+        },
+        "status": status,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class PoolUsage:
+    nodes: int = 0
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+
+
+def pool_status(
+    valid: bool,
+    message: str,
+    class_ready: bool | None,
+    previous: Mapping[str, Any] | None,
+    now: float,
+    usage: PoolUsage | None = None,
+) -> dict[str, Any]:
+    """The status of a NodePool (`class_ready` given) or an EC2NodeClass (`class_ready` None)."""
+    wanted = [
+        Condition("ValidationSucceeded", valid, "Valid" if valid else "Invalid", message if not valid else "")
+    ]
+    if class_ready is not None:
+        wanted.append(
+            Condition(
+                "NodeClassReady",
+                class_ready,
+                "NodeClassReady" if class_ready else "NodeClassNotReady",
+                "" if class_ready else "the EC2NodeClass it names is missing or invalid",
+            )
+        )
+    ready = all(c.status for c in wanted)
+    problem = next((c.message or c.type for c in wanted if not c.status), "")
+    wanted.append(Condition("Ready", ready, "Ready" if ready else "NotReady", problem))
+    old = ((previous or {}).get("status") or {}).get("conditions") or ()
+    status: dict[str, Any] = {"conditions": conditions(wanted, old, now)}
+    if usage is not None:
+        status["resources"] = {
+            "nodes": str(usage.nodes),
+            "cpu": f"{usage.cpu_millis // 1000}" if usage.cpu_millis % 1000 == 0 else f"{usage.cpu_millis}m",
+            "memory": f"{usage.memory_bytes // 1024**2}Mi",
+        }
+    return status

@@ -81,28 +81,34 @@ def store_options(func: F) -> F:
     )
 
 
-def kube_cluster(
+def kube_api_client(
     kubeconfig: Path | None, kube_context: str | None, server: str | None, token: str | None
-) -> Cluster:
-    """The Cluster port on the kubernetes client, from a kubeconfig or a server URL."""
+) -> Any:
+    """A `kubernetes` ApiClient from a kubeconfig (and context) or a server URL (and token)."""
     from kubernetes import client, config
-
-    from longshore.adapters.kube.cluster import KubeCluster
 
     if server:
         configuration = client.Configuration(host=server.rstrip("/"))
         if token:
             configuration.api_key = {"BearerToken": token}
             configuration.api_key_prefix = {"BearerToken": "Bearer"}
-        return KubeCluster(client.ApiClient(configuration), component="longshore-cli")
+        return client.ApiClient(configuration)
     try:
-        api = config.new_client_from_config(
+        return config.new_client_from_config(
             config_file=str(kubeconfig) if kubeconfig else None, context=kube_context
         )
     except Exception as error:  # the kubernetes loader raises many kinds
         where = kubeconfig or "~/.kube/config"
         raise click.UsageError(f"cannot load kubeconfig {where}: {error} (or pass --server URL)") from error
-    return KubeCluster(api, component="longshore-cli")
+
+
+def kube_cluster(
+    kubeconfig: Path | None, kube_context: str | None, server: str | None, token: str | None
+) -> Cluster:
+    """The Cluster port on the kubernetes client, from a kubeconfig or a server URL."""
+    from longshore.adapters.kube.cluster import KubeCluster
+
+    return KubeCluster(kube_api_client(kubeconfig, kube_context, server, token), component="longshore-cli")
 
 
 def read_claims_file(path: Path) -> tuple[NodeClaim, ...]:

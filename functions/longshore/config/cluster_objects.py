@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -123,7 +124,27 @@ def merge_cluster_objects(
             ObjectVerdict(v.kind, v.name, v.valid, v.message or reason, used=False) for v in verdicts.values()
         )
         return MergedConfig(base, fallback)
-    return MergedConfig(merged, tuple(verdicts.values()), shadowed)
+    return MergedConfig(_with_origins(merged, verdicts, source), tuple(verdicts.values()), shadowed)
+
+
+def _with_origins(
+    config: ClusterConfig, verdicts: Mapping[tuple[str, str], ObjectVerdict], source: str
+) -> ClusterConfig:
+    """Each pool and class names where it came from: its cluster object, or the deployed config."""
+
+    def origin_of(kinds: tuple[str, ...], name: str) -> str:
+        found = next((v for k in kinds if (v := verdicts.get((k, name))) is not None and v.valid), None)
+        return found.ref if found is not None else source
+
+    pools = tuple(
+        dataclasses.replace(p, origin=dataclasses.replace(p.origin, file=origin_of(POOL_KINDS, p.name)))
+        for p in config.node_pools
+    )
+    classes = tuple(
+        dataclasses.replace(c, origin=dataclasses.replace(c.origin, file=origin_of(CLASS_KINDS, c.name)))
+        for c in config.node_classes
+    )
+    return dataclasses.replace(config, node_pools=pools, node_classes=classes)
 
 
 def _with_pool_references(cluster: Mapping[str, Any], pools: set[str]) -> dict[str, Any]:

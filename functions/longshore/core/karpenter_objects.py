@@ -23,7 +23,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from longshore.core import labels as wk
-from longshore.core.claims import NodeClaim
+from longshore.core.claims import NodeClaim, instance_id_of
+from longshore.core.model import Requirement
 
 NODECLAIM_API_VERSION = "karpenter.sh/v1"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
@@ -213,3 +214,70 @@ def pool_status(
             "memory": f"{usage.memory_bytes // 1024**2}Mi",
         }
     return status
+
+
+def _epoch(stamp: Any) -> float | None:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def claim_from_nodeclaim(obj: Mapping[str, Any]) -> NodeClaim | None:
+    """The claim record a NodeClaim object stands for (Karpenter's or Longshore's own), for read-only views and
+    for adopting a cluster Karpenter ran; None when the object names no pool. Karpenter's drift hashes are
+    not Longshore's, so an adopted claim carries none (it is never drifted by hash, only by AMI or
+    requirements)."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    pool = labels.get(wk.NODEPOOL)
+    if not pool:
+        return None
+    by_type = {str(c.get("type")): c for c in status.get("conditions") or () if isinstance(c, Mapping)}
+
+    def since(kind: str) -> float | None:
+        condition = by_type.get(kind)
+        if condition is None or condition.get("status") != "True":
+            return None
+        return _epoch(condition.get("lastTransitionTime")) or _epoch(meta.get("creationTimestamp"))
+
+    launched, registered, initialized = since("Launched"), since("Registered"), since("Initialized")
+    state = (
+        "deleting"
+        if meta.get("deletionTimestamp")
+        else "initialized"
+        if initialized is not None
+        else "registered"
+        if registered is not None
+        else "launched"
+        if launched is not None
+        else "launching"
+    )
+    provider = str(status.get("providerID") or "")
+    return NodeClaim(
+        id=str(meta.get("name")),
+        nodepool=str(pool),
+        node_class=str((spec.get("nodeClassRef") or {}).get("name", "")),
+        requirements=tuple(
+            Requirement(
+                str(r.get("key")), r.get("operator", "In"), tuple(str(v) for v in r.get("values") or ())
+            )
+            for r in spec.get("requirements") or ()
+            if isinstance(r, Mapping)
+        ),
+        instance_type=labels.get(wk.INSTANCE_TYPE),
+        zone=labels.get(wk.ZONE),
+        capacity_type=labels.get(wk.CAPACITY_TYPE),
+        instance_id=instance_id_of(provider),
+        provider_id=provider or None,
+        node_name=status.get("nodeName") or None,
+        state=state,  # type: ignore[arg-type]
+        launched_at=launched,
+        registered_at=registered,
+        initialized_at=initialized,
+        created_at=_epoch(meta.get("creationTimestamp")) or 0.0,
+        image_id=status.get("imageID") or None,
+    )

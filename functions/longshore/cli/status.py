@@ -1,0 +1,244 @@
+"""`longshore status`: what Longshore would do in a live cluster right now, read-only.
+
+Theory of operation: the command reads the cluster the way the functions do (pods, nodes, PDBs, DaemonSets;
+the `karpenter.sh` NodePools and `karpenter.k8s.aws` EC2NodeClasses merged with `--config` by its
+`poolSource`, as `config.cluster_objects` does), takes the claims from `--table` or `--claims` or, by default,
+from the NodeClaim objects in the cluster (Karpenter's own, so a team can point it at a cluster Karpenter runs
+today), and asks the same pure code the functions run: the packing engine for the pods pending now, the
+disruption planner for every node. It prints the pools (source, readiness, nodes, $/h), what would be
+launched and what it costs, what would be disrupted and what it saves, and why every other node is left alone.
+Nothing is written: no status, no Event, no AWS call (prices come from the shipped table unless `--live`).
+
+`--json` prints {"cluster", "pools": [...], "launch": {...}, "disruption": {...}, "cost_per_hour": {...}}.
+Exit status: 0, or 2 for bad options or an invalid `--config`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from longshore.cli.explain import (
+    claim_store,
+    cluster_options,
+    kube_api_client,
+    load_catalog_for,
+    store_options,
+)
+from longshore.cli.options import config_options, load_from_options, print_config_errors
+from longshore.config import ConfigErrors
+from longshore.core.karpenter_objects import ObjectVerdict
+from longshore.core.model import ClusterConfig
+from longshore.ports.store import ClaimStore
+
+
+def _live_config(
+    config_paths: tuple[Path, ...], region: str, cluster_name: str, objects: Any
+) -> tuple[ClusterConfig, tuple[ObjectVerdict, ...]]:
+    import yaml
+
+    from longshore.config.cluster_objects import merge_cluster_objects
+    from longshore.config.loader import bundle_cluster
+
+    if config_paths:
+        load_from_options(config_paths, region, cluster_name)  # prints every error and exits 2
+        text, source = bundle_cluster(config_paths, region=region, cluster_name=cluster_name), "--config"
+    else:
+        cluster = {
+            "apiVersion": "longshore.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": cluster_name},
+            "spec": {"region": region, "poolSource": "cluster"},
+        }
+        text, source = yaml.safe_dump(cluster), "(the cluster)"
+    listed = [*objects.list_objects("EC2NodeClass"), *objects.list_objects("NodePool")]
+    try:
+        merged = merge_cluster_objects(text, source, listed, region=region, cluster_name=cluster_name)
+    except ConfigErrors as errors:
+        print_config_errors(errors)
+        raise click.exceptions.Exit(2) from None
+    return merged.config, merged.verdicts
+
+
+def _cluster_claims(objects: Any) -> ClaimStore:
+    from longshore.adapters.memory import MemoryClaimStore
+    from longshore.core.karpenter_objects import claim_from_nodeclaim
+
+    store = MemoryClaimStore()
+    for obj in objects.list_objects("NodeClaim"):
+        claim = claim_from_nodeclaim(obj)
+        if claim is not None:
+            store.put(claim)
+    return store
+
+
+def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], snapshot: Any) -> dict[str, Any]:
+    from longshore.core.disruption import planner
+    from longshore.core.scheduling import SchedulingInput, solve
+    from longshore.services.disruption import describe_decision
+
+    inp = snapshot.input
+    plan = solve(
+        SchedulingInput(
+            pods=inp.pending,
+            pools=config.pools_by_weight(),
+            node_classes=config.node_classes,
+            catalog=inp.catalog,
+            nodes=tuple((*(n.node for n in inp.nodes if not n.disrupting), *inp.unmanaged)),
+            in_flight=inp.in_flight,
+            daemonsets=inp.daemonsets,
+            unavailable=inp.unavailable,
+            settings=config.settings,
+        )
+    )
+    disruption = planner.plan(inp)
+    decided = {name for d in disruption.decisions for name in d.node_names}
+    invalid = {(v.kind, v.name): v for v in verdicts if not v.valid}
+    pools = []
+    for pool in config.pools_by_weight():
+        nodes = [n for n in inp.nodes if n.nodepool == pool.name]
+        pools.append(
+            {
+                "name": pool.name,
+                "source": pool.origin.file,
+                "ready": True,
+                "nodes": len(nodes),
+                "cost_per_hour": round(sum(n.price for n in nodes), 4),
+            }
+        )
+    pools += [
+        {
+            "name": v.name,
+            "source": v.ref,
+            "ready": False,
+            "reason": v.message,
+            "nodes": 0,
+            "cost_per_hour": 0.0,
+        }
+        for (kind, _), v in sorted(invalid.items())
+        if kind == "NodePool"
+    ]
+    launch_cost = sum(c.price_per_hour for c in plan.new_claims)
+    saved = sum(d.savings_per_hour for d in disruption.decisions)
+    current = sum(n.price for n in inp.nodes)
+    return {
+        "cluster": config.name,
+        "pools": pools,
+        "launch": {
+            "pending_pods": len(inp.pending),
+            "claims": [
+                {
+                    "pool": c.nodepool,
+                    "instance_type": c.instance_type,
+                    "capacity_type": c.capacity_type,
+                    "zone": c.zone,
+                    "pods": len(c.pods),
+                    "cost_per_hour": round(c.price_per_hour, 4),
+                }
+                for c in plan.new_claims
+            ],
+            "fits_existing": sum(len(p.pods) for p in plan.existing),
+            "unschedulable": [{"pod": key, "reason": reason} for key, reason in plan.unschedulable],
+        },
+        "disruption": {
+            "decisions": [describe_decision(d) for d in disruption.decisions],
+            "left_alone": {
+                n.node.name: disruption.reason_for(n.node.name) or "nothing to do"
+                for n in inp.nodes
+                if n.node.name not in decided
+            },
+            "not_managed": sorted(n.name for n in inp.unmanaged),
+        },
+        "cost_per_hour": {
+            "now": round(current, 4),
+            "would_launch": round(launch_cost, 4),
+            "would_save": round(saved, 4),
+        },
+    }
+
+
+def _print(report: dict[str, Any]) -> None:
+    cost = report["cost_per_hour"]
+    click.secho(f"cluster {report['cluster']}: ${cost['now']:.4f}/h now", bold=True)
+    click.echo("pools:")
+    for pool in report["pools"]:
+        state = "ready" if pool["ready"] else f"NOT READY: {pool['reason']}"
+        click.echo(
+            f"  {pool['name']:<20} {pool['nodes']:>4} nodes  ${pool['cost_per_hour']:.4f}/h  {state}  ({pool['source']})"
+        )
+    launch = report["launch"]
+    click.echo(
+        f"pending pods: {launch['pending_pods']} ({launch['fits_existing']} fit existing nodes); "
+        f"would launch {len(launch['claims'])} node(s) for ${cost['would_launch']:.4f}/h"
+    )
+    for claim in launch["claims"]:
+        click.echo(
+            f"  + {claim['instance_type']} {claim['capacity_type']} {claim['zone']} in pool {claim['pool']}: "
+            f"{claim['pods']} pods, ${claim['cost_per_hour']:.4f}/h"
+        )
+    for item in launch["unschedulable"]:
+        click.echo(f"  ! {item['pod']}: {item['reason']}")
+    disruption = report["disruption"]
+    click.echo(f"disruption: {len(disruption['decisions'])} decision(s), saving ${cost['would_save']:.4f}/h")
+    for text in disruption["decisions"]:
+        click.echo(f"  - {text}")
+    for node, reason in sorted(disruption["left_alone"].items()):
+        click.echo(f"  = {node}: {reason}")
+    if disruption["not_managed"]:
+        click.echo(f"  not managed (never disrupted): {', '.join(disruption['not_managed'])}")
+
+
+@click.command(name="status")
+@config_options
+@cluster_options
+@store_options
+@click.option(
+    "--live", is_flag=True, help="Price from AWS (default credentials) instead of the shipped table."
+)
+@click.option("--now", "now_epoch", type=float, help="Evaluate at this epoch time (default: now).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def command(
+    config_paths: tuple[Path, ...],
+    region: str,
+    cluster_name: str,
+    kubeconfig: Path | None,
+    kube_context: str | None,
+    server: str | None,
+    token: str | None,
+    table: str | None,
+    claims_file: Path | None,
+    live: bool,
+    now_epoch: float | None,
+    as_json: bool,
+) -> None:
+    """Show what Longshore would launch, disrupt and save in a live cluster (read-only)."""
+    from longshore.adapters.kube.cluster import KubeCluster
+    from longshore.adapters.kube.karpenter import KubeKarpenterObjects
+    from longshore.adapters.memory import MemoryOfferingAvailability
+    from longshore.services.disruption import take_snapshot
+
+    api = kube_api_client(kubeconfig, kube_context, server, token)
+    objects = KubeKarpenterObjects(api)
+    config, verdicts = _live_config(config_paths, region, cluster_name, objects)
+    if table is None and claims_file is None:
+        store = _cluster_claims(objects)
+    else:
+        store = claim_store(table, claims_file, config.region)
+    now = now_epoch if now_epoch is not None else time.time()
+    snapshot = take_snapshot(
+        KubeCluster(api, component="longshore-cli"),
+        store,
+        MemoryOfferingAvailability(),
+        load_catalog_for(config, live),
+        config,
+        now,
+    )
+    report = build_report(config, verdicts, snapshot)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _print(report)

@@ -1,0 +1,145 @@
+"""`longshore status` through a kubeconfig, as a user would run it against EKS: NodePools, EC2NodeClasses and
+Karpenter's NodeClaims from the cluster, pending pods planned, nodes judged; nothing written."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from longshore.cli.status import command
+from longshore_sim.clock import VirtualClock
+from longshore_sim.kubeapi import KubeApiEmulator
+from tests.builders import pod_manifest
+from tests.planner.fakes import node_manifest, running_pod
+from tests.planner.test_explain import CONFIG
+from tests.workflow.fakes import START
+
+
+@pytest.fixture
+def emulator() -> Iterator[KubeApiEmulator]:
+    with KubeApiEmulator(clock=VirtualClock(START)) as running:
+        yield running
+
+
+def kubeconfig(emulator: KubeApiEmulator, folder: Path) -> Path:
+    path = folder / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "eks", "cluster": {"server": emulator.url}}],
+                "users": [{"name": "me", "user": {"token": "t"}}],
+                "contexts": [{"name": "prod", "context": {"cluster": "eks", "user": "me"}}],
+                "current-context": "prod",
+            }
+        )
+    )
+    return path
+
+
+def karpenter_nodeclaim(name: str, node: str, type_name: str) -> dict[str, Any]:
+    stamp = "2024-01-01T00:00:00Z"
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "creationTimestamp": stamp,
+            "labels": {
+                "karpenter.sh/nodepool": "default",
+                "node.kubernetes.io/instance-type": type_name,
+                "topology.kubernetes.io/zone": "us-east-1a",
+                "karpenter.sh/capacity-type": "on-demand",
+            },
+        },
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+        "status": {
+            "providerID": f"aws:///us-east-1a/i-{node}",
+            "nodeName": node,
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": stamp}
+                for t in ("Launched", "Registered", "Initialized", "Ready")
+            ],
+        },
+    }
+
+
+def seed(emulator: KubeApiEmulator, *, pool_operator: str = "In") -> None:
+    for doc in yaml.safe_load_all(CONFIG):
+        if doc["kind"] == "NodePool":
+            doc["spec"]["template"]["spec"]["requirements"][1]["operator"] = pool_operator
+            emulator.store.create("nodepools", doc)
+        else:
+            emulator.store.create("ec2nodeclasses", doc)
+    for node in ("n1", "n2"):
+        emulator.store.create(
+            "nodes", node_manifest(node, f"i-{node}", type_name="m5.xlarge"), keep_status=True
+        )
+        emulator.store.create(
+            "nodeclaims", karpenter_nodeclaim(f"default-{node}", node, "m5.xlarge"), keep_status=True
+        )
+    emulator.store.create("pods", running_pod("web", "n1", cpu="3"), keep_status=True)
+    pending = pod_manifest("burst", cpu="6", memory="4Gi")
+    pending["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    emulator.store.create("pods", pending, keep_status=True)
+
+
+def status(emulator: KubeApiEmulator, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    args = [
+        "--kubeconfig",
+        str(kubeconfig(emulator, tmp_path)),
+        "--context",
+        "prod",
+        "--cluster-name",
+        "demo-cluster",
+        "--now",
+        str(START),
+        "--json",
+        *extra,
+    ]
+    result = CliRunner().invoke(command, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)  # type: ignore[no-any-return]
+
+
+def test_status_reads_karpenters_objects_and_says_what_it_would_do(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    # GIVEN a cluster Karpenter runs: a NodePool, an EC2NodeClass, two NodeClaims and their nodes, one pod
+    # pending that fits no node, and an empty node
+    seed(emulator)
+    writes_before = [r for r in emulator.requests if r.method != "GET"]
+    # WHEN a user asks for the status through their kubeconfig
+    report = status(emulator, tmp_path)
+    # THEN the pool comes from the cluster, ready, with its two nodes and their cost
+    (pool,) = report["pools"]
+    assert pool["name"] == "default" and pool["ready"] and pool["nodes"] == 2
+    assert pool["source"] == "nodepools.karpenter.sh/default" and pool["cost_per_hour"] == pytest.approx(
+        0.384
+    )
+    # AND the pending pod gets a node it fits (6 cpu: not an m5.xlarge)
+    (claim,) = report["launch"]["claims"]
+    assert claim["instance_type"] == "m5.2xlarge" and claim["pods"] == 1
+    # AND the empty node is a disruption decision; nothing was written to the cluster
+    assert any("n2" in text for text in report["disruption"]["decisions"])
+    assert [r for r in emulator.requests if r.method != "GET"] == writes_before
+
+
+def test_an_invalid_pool_in_the_cluster_is_reported_not_used(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    seed(emulator, pool_operator="Within")
+    report = status(emulator, tmp_path)
+    (pool,) = report["pools"]
+    assert not pool["ready"] and "Within" in pool["reason"]
+    assert report["launch"]["claims"] == []

@@ -143,3 +143,16 @@ def test_an_invalid_pool_in_the_cluster_is_reported_not_used(
     (pool,) = report["pools"]
     assert not pool["ready"] and "Within" in pool["reason"]
     assert report["launch"]["claims"] == []
+
+
+def test_plan_without_pods_plans_the_pods_pending_in_the_cluster(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    from longshore.cli.plan import command as plan_command
+
+    seed(emulator)
+    args = ["--kubeconfig", str(kubeconfig(emulator, tmp_path)), "--cluster-name", "demo-cluster", "--json"]
+    result = CliRunner().invoke(plan_command, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (claim,) = json.loads(result.output)["nodeclaims"]
+    assert claim["instance_type"] == "m5.2xlarge" and claim["pods"] == ["default/burst"]

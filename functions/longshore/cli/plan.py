@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from longshore.cli.explain import cluster_options
 from longshore.cli.options import config_options, load_from_options
 from longshore.config.errors import ConfigErrors
 from longshore.config.workloads import Workloads, load_workloads
@@ -91,9 +92,9 @@ def _table(plan: Plan) -> str:
     "--pods",
     "pod_paths",
     multiple=True,
-    required=True,
     type=click.Path(path_type=Path, exists=True),
-    help="Manifests of pending pods (Pod, Deployment, StatefulSet, Job, DaemonSet); repeatable.",
+    help="Manifests of pending pods (Pod, Deployment, StatefulSet, Job, DaemonSet); repeatable. Without it, "
+    "the pods pending now in the cluster that --kubeconfig/--context (or --server) reach, read-only.",
 )
 @click.option(
     "--nodes",
@@ -110,6 +111,7 @@ def _table(plan: Plan) -> str:
     help="Override the replica count of a Deployment/StatefulSet/Job (e.g. inflate=5).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the documented schema).")
+@cluster_options
 def command(
     config_paths: tuple[Path, ...],
     region: str,
@@ -118,8 +120,18 @@ def command(
     node_paths: tuple[Path, ...],
     replica_overrides: tuple[str, ...],
     as_json: bool,
+    kubeconfig: Path | None,
+    kube_context: str | None,
+    server: str | None,
+    token: str | None,
 ) -> None:
     """Plan node claims for pending pods: a dry run of the packing engine."""
+    if not pod_paths:
+        from longshore.cli.status import live_plan
+
+        plan = live_plan(config_paths, region, cluster_name, kubeconfig, kube_context, server, token)
+        click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else _table(plan))
+        return
     config = load_from_options(config_paths, region, cluster_name)
     replicas = _replicas(replica_overrides)
     workloads = _load(pod_paths, replicas)

@@ -76,13 +76,11 @@ def _cluster_claims(objects: Any) -> ClaimStore:
     return store
 
 
-def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], snapshot: Any) -> dict[str, Any]:
-    from longshore.core.disruption import planner
+def _solve_pending(config: ClusterConfig, snapshot: Any) -> Any:
     from longshore.core.scheduling import SchedulingInput, solve
-    from longshore.services.disruption import describe_decision
 
     inp = snapshot.input
-    plan = solve(
+    return solve(
         SchedulingInput(
             pods=inp.pending,
             pools=config.pools_by_weight(),
@@ -95,6 +93,14 @@ def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], sna
             settings=config.settings,
         )
     )
+
+
+def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], snapshot: Any) -> dict[str, Any]:
+    from longshore.core.disruption import planner
+    from longshore.services.disruption import describe_decision
+
+    inp = snapshot.input
+    plan = _solve_pending(config, snapshot)
     disruption = planner.plan(inp)
     decided = {name for d in disruption.decisions for name in d.node_names}
     invalid = {(v.kind, v.name): v for v in verdicts if not v.valid}
@@ -192,6 +198,50 @@ def _print(report: dict[str, Any]) -> None:
         click.echo(f"  not managed (never disrupted): {', '.join(disruption['not_managed'])}")
 
 
+def _live_snapshot(
+    config_paths: tuple[Path, ...],
+    region: str,
+    cluster_name: str,
+    api: Any,
+    store: ClaimStore | None,
+    live: bool,
+    now: float,
+) -> tuple[ClusterConfig, tuple[ObjectVerdict, ...], Any]:
+    """Read the cluster once, as the functions do (see the module docstring); nothing is written."""
+    from longshore.adapters.kube.cluster import KubeCluster
+    from longshore.adapters.kube.karpenter import KubeKarpenterObjects
+    from longshore.adapters.memory import MemoryOfferingAvailability
+    from longshore.services.disruption import take_snapshot
+
+    objects = KubeKarpenterObjects(api)
+    config, verdicts = _live_config(config_paths, region, cluster_name, objects)
+    claims = store if store is not None else _cluster_claims(objects)
+    snapshot = take_snapshot(
+        KubeCluster(api, component="longshore-cli"),
+        claims,
+        MemoryOfferingAvailability(),
+        load_catalog_for(config, live),
+        config,
+        now,
+    )
+    return config, verdicts, snapshot
+
+
+def live_plan(
+    config_paths: tuple[Path, ...],
+    region: str,
+    cluster_name: str,
+    kubeconfig: Path | None,
+    kube_context: str | None,
+    server: str | None,
+    token: str | None,
+) -> Any:
+    """`longshore plan` without `--pods`: the plan for the pods pending now in a live cluster (read-only)."""
+    api = kube_api_client(kubeconfig, kube_context, server, token)
+    config, _, snapshot = _live_snapshot(config_paths, region, cluster_name, api, None, False, time.time())
+    return _solve_pending(config, snapshot)
+
+
 @click.command(name="status")
 @config_options
 @cluster_options
@@ -216,27 +266,10 @@ def command(
     as_json: bool,
 ) -> None:
     """Show what Longshore would launch, disrupt and save in a live cluster (read-only)."""
-    from longshore.adapters.kube.cluster import KubeCluster
-    from longshore.adapters.kube.karpenter import KubeKarpenterObjects
-    from longshore.adapters.memory import MemoryOfferingAvailability
-    from longshore.services.disruption import take_snapshot
-
     api = kube_api_client(kubeconfig, kube_context, server, token)
-    objects = KubeKarpenterObjects(api)
-    config, verdicts = _live_config(config_paths, region, cluster_name, objects)
-    if table is None and claims_file is None:
-        store = _cluster_claims(objects)
-    else:
-        store = claim_store(table, claims_file, config.region)
+    store = None if table is None and claims_file is None else claim_store(table, claims_file, region)
     now = now_epoch if now_epoch is not None else time.time()
-    snapshot = take_snapshot(
-        KubeCluster(api, component="longshore-cli"),
-        store,
-        MemoryOfferingAvailability(),
-        load_catalog_for(config, live),
-        config,
-        now,
-    )
+    config, verdicts, snapshot = _live_snapshot(config_paths, region, cluster_name, api, store, live, now)
     report = build_report(config, verdicts, snapshot)
     if as_json:
         click.echo(json.dumps(report, indent=2))

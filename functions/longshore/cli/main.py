@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "event": ("longshore.cli.event", "Show what Longshore would do with an EventBridge event."),
     "rotate": ("longshore.cli.rotate", "Start a manual node rotation."),
     "explain": ("longshore.cli.explain", "Explain why a node is not disrupted or a pod is pending."),
+    "adopt": ("longshore.cli.adopt", "Take over the nodes of a cluster Karpenter ran, replacing none."),
     "status": (
         "longshore.cli.status",
         "What Longshore would launch, disrupt and save in a live cluster (read-only).",

@@ -36,7 +36,7 @@ from longshore.core.model import ClusterConfig
 from longshore.ports.store import ClaimStore
 
 
-def _live_config(
+def live_config(
     config_paths: tuple[Path, ...], region: str, cluster_name: str, objects: Any
 ) -> tuple[ClusterConfig, tuple[ObjectVerdict, ...]]:
     import yaml
@@ -214,7 +214,7 @@ def _live_snapshot(
     from longshore.services.disruption import take_snapshot
 
     objects = KubeKarpenterObjects(api)
-    config, verdicts = _live_config(config_paths, region, cluster_name, objects)
+    config, verdicts = live_config(config_paths, region, cluster_name, objects)
     claims = store if store is not None else _cluster_claims(objects)
     snapshot = take_snapshot(
         KubeCluster(api, component="longshore-cli"),

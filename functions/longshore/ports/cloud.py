@@ -29,6 +29,12 @@ class Launcher(Protocol):
         ...
 
 
+class InstanceTags(Protocol):
+    def tag(self, instance_ids: Iterable[str], tags: Iterable[tuple[str, str]]) -> None:
+        """Add (or overwrite) tags on instances; idempotent."""
+        ...
+
+
 class FleetCallError(Exception):
     """The cloud refused a fleet call as a whole (not per override): `code` is its error code, `throttled` says
     whether retrying later may succeed, `settled` that the ClientToken was already used with other parameters

@@ -81,6 +81,11 @@ class Ec2Instances:
         )
         return found[0] if found else None
 
+    def tag(self, instance_ids: Iterable[str], tags: Iterable[tuple[str, str]]) -> None:
+        ids = sorted(set(instance_ids))
+        if ids:
+            self._ec2.create_tags(Resources=ids, Tags=[{"Key": k, "Value": v} for k, v in tags])
+
     def terminate(self, instance_ids: Iterable[str]) -> None:
         ids = sorted(set(instance_ids))
         if not ids:

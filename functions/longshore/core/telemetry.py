@@ -41,6 +41,11 @@ SAVINGS_PER_HOUR = "ConsolidationSavingsPerHour"
 REPLACEMENTS_LAUNCHED = "ReplacementsLaunched"  # dims: Reason (the disruption's reason)
 REPLACEMENTS_UNAVAILABLE = "ReplacementsUnavailable"  # dims: Reason (the disruption's reason)
 
+# Shadow mode (`adapters.shadow`): what Longshore would have done
+SHADOW_WOULD_LAUNCH = "ShadowWouldLaunch"  # dims: NodePool
+SHADOW_WOULD_LAUNCH_COST = "ShadowWouldLaunchCostPerHour"  # dims: NodePool
+SHADOW_WOULD_DISRUPT = "ShadowWouldDisrupt"  # dims: Reason
+
 # Dimension names
 DIM_NODEPOOL = "NodePool"
 DIM_INSTANCE_TYPE = "InstanceType"

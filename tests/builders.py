@@ -236,7 +236,7 @@ def catalog(*types: InstanceType, region: str = "us-east-1") -> Catalog:
 
 
 def real_catalog(region: str = "us-east-1", names: tuple[str, ...] | None = None) -> Catalog:
-    """EC2's real shapes and zones for `region` (from moto's data files), priced from the shipped table."""
+    """EC2's real shapes and zones for `region` (the package's `longshore/data/ec2/`), priced from the shipped table."""
     from longshore.adapters.aws.instance_types import offline_catalog
 
     return offline_catalog(region, names)

@@ -64,6 +64,9 @@ AMI_VARIANTS: Final = (
     ("Bottlerocket", "arm64", ""),
     ("Bottlerocket", "x86_64", "nvidia"),
     ("Bottlerocket", "arm64", "nvidia"),
+    ("Windows2019", "x86_64", ""),
+    ("Windows2022", "x86_64", ""),
+    ("Windows2025", "x86_64", ""),
 )
 
 

@@ -75,7 +75,7 @@ def test_every_family_and_variant_resolves_through_its_public_parameter(
 ) -> None:
     world = shared_world
     resolver = AmiResolver(world.session.client("ssm"), world.ec2)
-    alias = {"AL2": "al2", "AL2023": "al2023", "Bottlerocket": "bottlerocket"}[family]
+    alias = family.lower()  # al2, al2023, bottlerocket, windows2019, windows2022, windows2025
     by_alias = node_class(ami_selector_terms=(SelectorTerm(alias=f"{alias}@latest"),))
     by_family = node_class(ami_family=family, ami_selector_terms=())
     expected = world.seeded.images[(family, arch, accelerator)]

@@ -172,8 +172,20 @@ def test_custom_family_passes_user_data_through_unchanged() -> None:
 
 
 def test_unsupported_family_is_named_in_the_error() -> None:
-    with pytest.raises(UserDataError, match="Windows2022"):
-        render_user_data("Windows2022", CLUSTER, BOOTSTRAP)
+    with pytest.raises(UserDataError, match="Plan9"):
+        render_user_data("Plan9", CLUSTER, BOOTSTRAP)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("family", ["Windows2019", "Windows2022", "Windows2025"])
+def test_windows_user_data_calls_the_eks_bootstrap_script_and_round_trips(family: str) -> None:
+    # Karpenter `pkg/providers/amifamily/bootstrap/windows.go`: one <powershell> block, the node class's own
+    # PowerShell first, then Start-EKSBootstrap.ps1 with the kubelet flags in -KubeletExtraArgs
+    rendered = render_user_data(family, CLUSTER, BOOTSTRAP, KUBELET, "<powershell>Write-Host hi</powershell>")
+    assert rendered.startswith("<powershell>\nWrite-Host hi\n")
+    assert "Start-EKSBootstrap.ps1" in rendered and f"-EKSClusterName '{CLUSTER.name}'" in rendered
+    parsed = parse_bootstrap(rendered)
+    assert parsed.labels == BOOTSTRAP.labels and parsed.taints == BOOTSTRAP.taints
+    assert parsed.max_pods == BOOTSTRAP.max_pods
 
 
 def test_taint_with_a_value_and_one_without_round_trip_in_al2_flags() -> None:

@@ -51,12 +51,12 @@ def plan_adoption(
     records: Iterable[NodeClaim],
     instances: Mapping[str, CloudInstance],
     config: ClusterConfig,
-    price: Callable[[str, str, str], float | None],
+    price: Callable[[str, str, str, str], float | None],
     hashes: Callable[[str], tuple[str, str]],
 ) -> AdoptionPlan:
     """Decide, for every NodeClaim object, whether it is adopted (see the module rules).
 
-    `instances`: live instances by id; `price(type, zone, capacity type)`: the catalog's price or None;
+    `instances`: live instances by id; `price(pool, type, zone, capacity type)`: the catalog's price or None;
     `hashes(pool)`: the pool's and its class's drift hashes as configured now."""
     by_id = {r.id for r in records}
     by_instance = {r.instance_id for r in records if r.instance_id}
@@ -81,7 +81,7 @@ def plan_adoption(
                 skipped.append((name, reason))
             continue
         pool_hash, class_hash = hashes(claim.nodepool)
-        cost = price(claim.instance_type or "", claim.zone or "", claim.capacity_type or "")
+        cost = price(claim.nodepool, claim.instance_type or "", claim.zone or "", claim.capacity_type or "")
         adopted = replace(claim, price=cost, nodepool_hash=pool_hash, nodeclass_hash=class_hash)
         adopt.append(Adoption(adopted, adoption_tags(config.name, adopted)))
     return AdoptionPlan(tuple(adopt), tuple(skipped))

@@ -15,6 +15,14 @@ at least one *available* offering is allowed by the requirements' zone and capac
 answer is ordered by the cheapest such offering (Karpenter `OrderByPrice`, reference §1.10), ties broken
 by name. Availability changes (ICE, spot interruptions) produce a new catalog with `without_offerings`.
 Nothing here talks to AWS: `adapters/aws/instance_types.py` builds catalogs from EC2 responses.
+
+Windows (`Catalog.for_family`): as in Karpenter's `computeRequirements` (`aws/karpenter-provider-aws`
+`pkg/providers/instancetype/types.go`), what a type offers depends on the node class's AMI family. For a Windows
+family only amd64 types run, labelled `kubernetes.io/os=windows` and `node.kubernetes.io/windows-build` with the
+family's build, with the `vpc.amazonaws.com/PrivateIPv4Address` resource the VPC resource controller hands
+Windows pods (the primary interface's addresses less its own). Windows is priced with its licence: Linux price
+plus `WINDOWS_LICENSE_PER_VCPU_HOUR` per vCPU, on-demand and spot alike. Karpenter prices Windows as Linux;
+`docs/conformance.md` records the difference and why.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from longshore.core import labels as wk
 from longshore.core.model import Pairs
@@ -32,6 +41,17 @@ from longshore.core.resources import Resources
 MIB = 2**20
 GIB = 2**30
 DEFAULT_MAX_PODS = 110
+
+WINDOWS_BUILDS: Final = {
+    "Windows2019": "10.0.17763",
+    "Windows2022": "10.0.20348",
+    "Windows2025": "10.0.26100",
+}
+"""The Windows Server build each Windows AMI family runs (`node.kubernetes.io/windows-build`)."""
+WINDOWS_LICENSE_PER_VCPU_HOUR: Final = 0.046
+"""USD per vCPU-hour that EC2 adds for Windows Server (license included) over the Linux price: m5.large is
+$0.096/h on Linux and $0.188/h on Windows in us-east-1, 2 vCPUs. An estimate applied to every type."""
+PRIVATE_IPV4: Final = "vpc.amazonaws.com/PrivateIPv4Address"
 
 _TYPE_NAME = re.compile(r"^([a-z]+)(-[0-9]+tb)?([0-9]+)[a-z0-9-]*\.([a-z0-9-]+)$")
 
@@ -149,6 +169,20 @@ class InstanceType:
     def with_offerings(self, offerings: Iterable[Offering]) -> InstanceType:
         return replace(self, offerings=tuple(offerings))
 
+    def as_windows(self, build: str) -> InstanceType | None:
+        """This type as a Windows node of `build` sees it (see the module docstring); None if it cannot run one."""
+        if self.arch != "amd64":
+            return None
+        labels = {**dict(self.labels), wk.OS: "windows", wk.WINDOWS_BUILD: build}
+        addresses = Resources.of({PRIVATE_IPV4: max(self.ipv4_per_eni - 1, 0)})
+        surcharge = WINDOWS_LICENSE_PER_VCPU_HOUR * self.vcpus
+        return replace(
+            self,
+            labels=tuple(sorted(labels.items())),
+            capacity=self.capacity + addresses,
+            offerings=tuple(replace(o, price=round(o.price + surcharge, 6)) for o in self.offerings),
+        )
+
 
 def labels_from_name(name: str) -> dict[str, str]:
     """Category, family, generation and size from a type name, as Karpenter derives them.
@@ -205,9 +239,21 @@ class Catalog:
     region: str = ""
     price_source: str = ""  # where the prices came from (e.g. "pricing-api", "table:2025-...")
     _by_name: dict[str, InstanceType] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _families: dict[str, Catalog] = field(init=False, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {it.name: it for it in self.instance_types})
+        object.__setattr__(self, "_families", {})
+
+    def for_family(self, ami_family: str) -> Catalog:
+        """The catalog as nodes of `ami_family` see it: itself, or its Windows view (module docstring)."""
+        build = WINDOWS_BUILDS.get(ami_family)
+        if build is None:
+            return self
+        if ami_family not in self._families:
+            types = tuple(w for it in self.instance_types if (w := it.as_windows(build)) is not None)
+            self._families[ami_family] = replace(self, instance_types=types)
+        return self._families[ami_family]
 
     def __iter__(self) -> Iterator[InstanceType]:
         return iter(self.instance_types)

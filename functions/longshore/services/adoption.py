@@ -59,8 +59,9 @@ class Adopter:
         instances = {i.instance_id: i for i in self._instances.describe(ids)}
         catalog = self._catalog()
 
-        def price(type_name: str, zone: str, capacity_type: str) -> float | None:
-            found = catalog.get(type_name)
+        def price(pool: str, type_name: str, zone: str, capacity_type: str) -> float | None:
+            chosen = self._config.pool(pool)
+            found = catalog.for_family(self._config.node_class_of(chosen).ami_family).get(type_name)
             if found is None:
                 return None
             return next(

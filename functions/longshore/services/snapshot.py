@@ -277,12 +277,12 @@ def in_flight_nodes(
 def claim_as_node(claim: NodeClaim, catalog: Catalog, config: ClusterConfig) -> ExistingNode | None:
     """The node a claim will become: its (planned or launched) type's allocatable, labels and taints."""
     type_name = claim.instance_type or next(iter(claim.instance_types), None)
-    instance_type = catalog.get(type_name) if type_name else None
     try:
         pool = config.pool(claim.nodepool)
         node_class = config.node_class_of(pool)
     except KeyError:
         return None
+    instance_type = catalog.for_family(node_class.ami_family).get(type_name) if type_name else None
     if instance_type is None:
         return None
     kubelet = pool.effective_kubelet(node_class)

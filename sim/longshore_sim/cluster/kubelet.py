@@ -181,6 +181,15 @@ class SimulatedKubelet:
         attribute = self.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
         return self.reader((attribute.get("UserData") or {}).get("Value") or "")
 
+    def runs_windows(self, instance_id: str) -> bool:
+        """Whether the instance boots Windows: its user data calls the EKS Windows bootstrap script."""
+        from longshore.adapters.aws.userdata import decode_user_data
+
+        attribute = self.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+        return "Start-EKSBootstrap.ps1" in decode_user_data(
+            (attribute.get("UserData") or {}).get("Value") or ""
+        )
+
     def node_for(self, instance: dict[str, Any]) -> JSON:
         """The Node object the instance's kubelet registers."""
         instance_id = instance["InstanceId"]
@@ -188,6 +197,7 @@ class SimulatedKubelet:
         region = zone[:-1]
         type_name = instance["InstanceType"]
         bootstrap = self.bootstrap_of(instance_id)
+        system = "windows" if self.runs_windows(instance_id) else "linux"
         shape = node_shape(
             self._instance_type(type_name),
             bootstrap,
@@ -198,8 +208,8 @@ class SimulatedKubelet:
         tags = {t["Key"]: t["Value"] for t in instance.get("Tags") or []}
         labels = {
             "kubernetes.io/hostname": name,
-            "kubernetes.io/os": "linux",
-            "beta.kubernetes.io/os": "linux",
+            "kubernetes.io/os": system,
+            "beta.kubernetes.io/os": system,
             "kubernetes.io/arch": shape.arch,
             "beta.kubernetes.io/arch": shape.arch,
             "node.kubernetes.io/instance-type": type_name,

@@ -6,6 +6,8 @@ keeps for the cluster's Kubernetes version (`ssm_parameter_name`; Karpenter `pkg
     AL2           /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2[-arm64|-gpu]/recommended/image_id
     AL2023        /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<x86_64|arm64>/<standard|nvidia|neuron>/recommended/image_id
     Bottlerocket  /aws/service/bottlerocket/aws-k8s-<k8s>[-nvidia]/<x86_64|arm64>/latest/image_id
+    Windows20xx   /aws/service/ami-windows-latest/Windows_Server-<2019|2022|2025>-English-Core-EKS_Optimized-<k8s>/image_id
+                  (x86_64 only; only `latest`, as Karpenter's `windows.go`)
 
 An alias (`al2023@latest`, `bottlerocket@v1.20.0`...) picks the family and version; no selector terms means
 the node class's family at `latest`. Parameters are read by exact name with `GetParameter` (never a path scan:
@@ -22,7 +24,15 @@ from longshore.adapters.aws.retry import ClientError
 from longshore.core.model import NodeClass, SelectorTerm
 
 DEFAULT_OWNERS: Final = ("self", "amazon")
-_ALIAS_FAMILIES: Final = {"al2": "AL2", "al2023": "AL2023", "bottlerocket": "Bottlerocket"}
+_ALIAS_FAMILIES: Final = {
+    "al2": "AL2",
+    "al2023": "AL2023",
+    "bottlerocket": "Bottlerocket",
+    "windows2019": "Windows2019",
+    "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
+}
+PUBLIC_FAMILIES: Final = frozenset(_ALIAS_FAMILIES.values())
 
 
 class AmiError(ValueError):
@@ -60,6 +70,13 @@ def ssm_parameter_name(
     if family == "Bottlerocket":
         flavour = "-nvidia" if accelerator == "nvidia" else ""
         return f"/aws/service/bottlerocket/aws-k8s-{k8s_version}{flavour}/{arch}/{version}/image_id"
+    if family.startswith("Windows") and family in PUBLIC_FAMILIES:
+        if arch != "x86_64":
+            raise AmiError(f"amiFamily {family} runs on x86_64 only, not {arch}")
+        if version != "latest":
+            raise AmiError(f"amiFamily {family}: Windows AMIs are published as latest only, not {version!r}")
+        year = family.removeprefix("Windows")
+        return f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k8s_version}/image_id"
     raise AmiError(f"amiFamily {family!r} has no public SSM parameter; use amiSelectorTerms")
 
 
@@ -68,7 +85,9 @@ def parse_alias(alias: str) -> tuple[str, str]:
     name, _, version = alias.partition("@")
     family = _ALIAS_FAMILIES.get(name.lower())
     if family is None or not version:
-        raise AmiError(f"amiSelectorTerms alias {alias!r} is not <al2|al2023|bottlerocket>@<version|latest>")
+        raise AmiError(
+            f"amiSelectorTerms alias {alias!r} is not <al2|al2023|bottlerocket|windows20xx>@<version|latest>"
+        )
     return family, version
 
 
@@ -129,7 +148,7 @@ class AmiResolver:
         alias = next((t.alias for t in terms if t.alias), None)
         if alias or not terms:
             family, version = parse_alias(alias) if alias else (node_class.ami_family, "latest")
-            if family not in ("AL2", "AL2023", "Bottlerocket"):
+            if family not in PUBLIC_FAMILIES:
                 raise AmiError(
                     f"EC2NodeClass {node_class.name}: amiFamily {family} needs spec.amiSelectorTerms (no public parameter)"
                 )

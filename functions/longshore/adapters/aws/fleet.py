@@ -24,6 +24,7 @@ from longshore.adapters.aws.network import Subnet, select_security_groups, selec
 from longshore.adapters.aws.retry import ClientError, call_with_backoff, error_code, is_throttle
 from longshore.adapters.aws.userdata import Bootstrap, ClusterInfo, encode_user_data, render_user_data
 from longshore.core import labels as wellknown
+from longshore.core.catalog import WINDOWS_BUILDS
 from longshore.core.claims import FleetOutcome, LaunchOption, NodeClaim, OfferingFailure, client_token
 from longshore.core.model import NodeClass, NodePool, Taint
 from longshore.core.taints import UNREGISTERED_TAINT
@@ -60,6 +61,8 @@ def node_bootstrap(
     )
     if family != "Custom":
         node_labels[wellknown.DO_NOT_SYNC_TAINTS] = "true"
+    if family in WINDOWS_BUILDS:  # the kubelet may set node.kubernetes.io/* on itself (NodeRestriction)
+        node_labels[wellknown.WINDOWS_BUILD] = WINDOWS_BUILDS[family]
     taints: list[Taint] = [*pool.taints, *pool.startup_taints]
     if UNREGISTERED_TAINT not in taints:
         taints.append(UNREGISTERED_TAINT)

@@ -10,6 +10,9 @@ rendered here must be the ones the plan assumed. Each family has its own format 
 - AL2023: MIME multipart; the node class's parts first (shell scripts and its own `NodeConfig`s, which nodeadm
   merges in order), then our `application/node.eks.aws` `NodeConfig` whose kubelet config and flags win.
 - Bottlerocket: TOML; the node class's TOML is parsed and our `[settings.kubernetes]` keys are written over it.
+- Windows2019/2022/2025: a `<powershell>` block; the node class's own PowerShell first, then a call of
+  `Start-EKSBootstrap.ps1` with `-KubeletExtraArgs '--node-labels=... --register-with-taints=... ...'`
+  (Karpenter's `bootstrap/windows.go`).
 - Custom: the node class's user data, unchanged (nothing injected, as in Karpenter).
 
 Output is deterministic (sorted labels, fixed MIME boundary `//`) so launch-template names, which hash the
@@ -94,10 +97,13 @@ def render_user_data(
         return _render_al2023(cluster, bootstrap, kubelet, custom)
     if family == "Bottlerocket":
         return _render_bottlerocket(cluster, bootstrap, kubelet, custom)
+    if family.startswith("Windows"):
+        return _render_windows(cluster, bootstrap, kubelet, custom)
     if family == "Custom":
         return custom or ""
     raise UserDataError(
-        f"amiFamily {family!r}: user data rendering is not supported (use AL2, AL2023, Bottlerocket or Custom)"
+        f"amiFamily {family!r}: user data rendering is not supported "
+        "(use AL2, AL2023, Bottlerocket, Windows2019/2022/2025 or Custom)"
     )
 
 
@@ -167,7 +173,23 @@ def _eviction_arg(pairs: Pairs) -> str:
     return ",".join(f"{k}<{v}" for k, v in sorted(pairs))
 
 
-def _render_al2(cluster: ClusterInfo, b: Bootstrap, kubelet: KubeletConfig, custom: str | None) -> str:
+WINDOWS_BOOTSTRAP: Final = r"$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1"
+
+
+def _render_windows(cluster: ClusterInfo, b: Bootstrap, kubelet: KubeletConfig, custom: str | None) -> str:
+    args = _kubelet_args(b, kubelet)
+    own = (custom or "").replace("<powershell>", "").replace("</powershell>", "").strip()
+    dns = kubelet.cluster_dns[0] if kubelet.cluster_dns else cluster.dns_ip
+    call = (
+        f'[string]$EKSBootstrapScriptFile = "{WINDOWS_BOOTSTRAP}"\n'
+        f"& $EKSBootstrapScriptFile -EKSClusterName '{cluster.name}' -APIServerEndpoint '{cluster.endpoint}' "
+        f"-Base64ClusterCA '{cluster.ca_data}' -KubeletExtraArgs '{' '.join(args)}' -DNSClusterIP '{dns}'"
+    )
+    return "\n".join(["<powershell>", *([own] if own else []), call, "</powershell>", ""])
+
+
+def _kubelet_args(b: Bootstrap, kubelet: KubeletConfig) -> list[str]:
+    """The kubelet flags AL2's bootstrap.sh and Windows' Start-EKSBootstrap.ps1 pass through."""
     args: list[str] = []
     if b.labels:
         args.append(f'--node-labels="{_labels_arg(b.labels)}"')
@@ -195,6 +217,11 @@ def _render_al2(cluster: ClusterInfo, b: Bootstrap, kubelet: KubeletConfig, cust
         args.append(f"--image-gc-low-threshold={kubelet.image_gc_low_threshold_percent}")
     if kubelet.cpu_cfs_quota is not None:
         args.append(f"--cpu-cfs-quota={str(kubelet.cpu_cfs_quota).lower()}")
+    return args
+
+
+def _render_al2(cluster: ClusterInfo, b: Bootstrap, kubelet: KubeletConfig, custom: str | None) -> str:
+    args = _kubelet_args(b, kubelet)
     dns = kubelet.cluster_dns[0] if kubelet.cluster_dns else cluster.dns_ip
     command = [
         f"/etc/eks/bootstrap.sh '{cluster.name}' --apiserver-endpoint '{cluster.endpoint}' --b64-cluster-ca '{cluster.ca_data}' \\",
@@ -448,6 +475,16 @@ def _parse_bootstrap_script(script: str, into: dict[str, Any]) -> bool:
     return False
 
 
+def _parse_windows_script(script: str, into: dict[str, Any]) -> None:
+    for line in script.splitlines():
+        if "-KubeletExtraArgs" not in line:
+            continue
+        words = shlex.split(line, posix=True)
+        for i, word in enumerate(words):
+            if word == "-KubeletExtraArgs" and i + 1 < len(words):
+                _parse_kubelet_flags(shlex.split(words[i + 1]), into)
+
+
 def _parse_nodeconfig(text: str, into: dict[str, Any]) -> None:
     doc = yaml.safe_load(text)
     if not isinstance(doc, dict) or doc.get("kind") != "NodeConfig":
@@ -489,7 +526,7 @@ def _parse_bottlerocket(doc: Mapping[str, Any]) -> Bootstrap:
 
 
 def parse_bootstrap(user_data: str) -> Bootstrap:
-    """The bootstrap settings in AL2, AL2023 or Bottlerocket user data (text or base64).
+    """The bootstrap settings in AL2, AL2023, Bottlerocket or Windows user data (text or base64).
 
     Later settings win, as on a node: in a MIME document the parts are read in order (nodeadm merges NodeConfigs
     in order; the last bootstrap.sh call is the one that joins). User data without any of the three (Custom)
@@ -506,6 +543,9 @@ def parse_bootstrap(user_data: str) -> Bootstrap:
         return Bootstrap(**fields)
     if "/etc/eks/bootstrap.sh" in text:
         _parse_bootstrap_script(text, fields)
+        return Bootstrap(**fields)
+    if "Start-EKSBootstrap.ps1" in text:
+        _parse_windows_script(text, fields)
         return Bootstrap(**fields)
     try:
         doc = tomllib.loads(text)

@@ -113,6 +113,7 @@ def build_template(
         (d, reqs) for d in daemonsets if (reqs := _daemon_lands(d, requirements, pool.taints)) is not None
     ]
     options: list[TypeOption] = []
+    catalog = catalog.for_family(node_class.ami_family)  # Windows classes see their own view of each type
     for instance_type, offerings in _compatible(catalog, requirements):
         type_reqs = instance_type.requirements()
         overhead = EMPTY

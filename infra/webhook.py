@@ -36,7 +36,10 @@ from infra import bundling
 HANDLER = "longshore.handlers.trigger.handler"
 MEMORY_MB = 256
 TIMEOUT_S = 5
-RESERVED_CONCURRENCY = 10
+RESERVED_CONCURRENCY = 2
+"""Enough for the filtered webhook traffic (one request per unscheduled pod created or bound pod deleted, a few
+ms each, so hundreds per second); beyond it Lambda answers 429, the API server ignores the failure and the
+wake has already happened. It is also what bounds a flood's cost: bench/trigger_flood.py."""
 SECRET_LENGTH = 48
 WAKE_LEASE_KEYS = "lease#wake-*"
 """The table items the trigger may write: its wake-gate leases (`adapters.wake_gate`, `adapters.aws.dynamodb`)."""
@@ -114,6 +117,9 @@ class TriggerWebhook(Construct):
             role=self.role,
             log_group=log_group,
             tracing=lambda_.Tracing.DISABLED,
+            # No START/END/REPORT line per request: a flood must not turn into a CloudWatch Logs bill.
+            logging_format=lambda_.LoggingFormat.JSON,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
             environment={**environment, "LONGSHORE_WEBHOOK_SECRET_ARN": self.secret.secret_arn},
         )
         self.url = self.function.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)

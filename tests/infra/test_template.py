@@ -320,9 +320,16 @@ def test_the_trigger_function_is_small_untraced_and_behind_a_public_url(synthesi
     assert props["FunctionName"] == "longshore-demo-trigger"
     assert props["Architectures"] == ["arm64"] and props["Runtime"] == "python3.11"
     assert props["MemorySize"] == 256 and props["Timeout"] == 5
-    assert props["ReservedConcurrentExecutions"] == 10
+    assert props["ReservedConcurrentExecutions"] == 2  # bounds a flood's cost (bench/trigger_flood.py)
     assert props.get("TracingConfig", {"Mode": "PassThrough"}) == {"Mode": "PassThrough"}
+    assert (
+        props["LoggingConfig"]["LogFormat"] == "JSON" and props["LoggingConfig"]["SystemLogLevel"] == "WARN"
+    )
     env = props["Environment"]["Variables"]
+    (secret,) = resources(synthesis.demo, "AWS::SecretsManager::Secret")
+    assert env["LONGSHORE_WEBHOOK_SECRET_ARN"] == {"Ref": secret}
+    generated = resources(synthesis.demo, "AWS::SecretsManager::Secret")[secret]["GenerateSecretString"]
+    assert generated["PasswordLength"] >= 32 and generated["ExcludePunctuation"] is True
     assert env["LONGSHORE_PROVISIONER_FUNCTION_NAME"] == "longshore-demo-provisioner"
     assert env["LONGSHORE_PLANNER_FUNCTION_NAME"] == "longshore-demo-planner"
     (url,) = resources(synthesis.demo, "AWS::Lambda::Url").values()

@@ -142,3 +142,31 @@ def test_an_unreadable_secret_gives_503_and_wakes_nothing(aws: Any) -> None:
     response = serve(function_url_event(review("admission-pod-create.json"), secret=SECRET), ports)
 
     assert response["statusCode"] == 503 and provisioner.reasons == []
+
+
+class BrokenGate:
+    def claim(self, target: str) -> bool:
+        raise RuntimeError("DynamoDB is unreachable")
+
+
+def test_an_unreachable_gate_fails_open_so_the_pod_still_wakes_its_target() -> None:
+    provisioner = Recording()
+
+    class Secret:
+        def current(self) -> str:
+            return SECRET
+
+    ports = TriggerPorts(secret=Secret(), gate=BrokenGate(), triggers={PROVISIONER: provisioner})
+    response = serve(function_url_event(review("admission-pod-create.json"), secret=SECRET), ports)
+
+    assert response["statusCode"] == 200 and len(provisioner.reasons) == 1
+
+
+def test_a_dry_run_wakes_nothing_and_takes_no_gate(aws: Any) -> None:
+    provisioner = Recording()
+    ports = container(aws, Clock(), provisioner, Recording())
+    document = review("admission-pod-create.json")
+    document["request"]["dryRun"] = True
+
+    assert serve(function_url_event(document, secret=SECRET), ports)["statusCode"] == 200
+    assert provisioner.reasons == [] and aws[2].scan(TableName=TABLE)["Count"] == 0

@@ -126,20 +126,3 @@ def restrict(statements: Iterable[iam.PolicyStatement], role: str) -> list[iam.P
                 )
             )
     return kept
-
-
-def unlisted(statements: Iterable[iam.PolicyStatement]) -> set[str]:
-    """Actions of `statements` that no function lists (a statement here that can never be granted)."""
-    every = set().union(*FUNCTION_ACTIONS.values())
-    return {a for s in statements for a in s.actions if a not in every}
-
-
-__all__ = [
-    "EVENT_SOURCE_ACTIONS",
-    "FUNCTION_ACTIONS",
-    "HANDLER_MODULES",
-    "IMPLIED_BY",
-    "restrict",
-    "unlisted",
-    "with_implied",
-]

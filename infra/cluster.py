@@ -29,7 +29,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra import bundling, naming
+from infra import bundling, naming, permissions
 from infra import iam as policies
 from infra.functions import FUNCTIONS, POWERTOOLS_LOG_LEVEL, Functions
 from infra.interruption import InterruptionQueue
@@ -44,7 +44,7 @@ STANDARD_PARAMETER_LIMIT = 4096
 ADVANCED_PARAMETER_LIMIT = 8192
 SCHEDULE = cdk.Duration.minutes(1)
 PARAMETER_CACHE_SECONDS = 300
-TABLE_ACTIONS = ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan")
+TABLE_ACTIONS = ("GetItem", "PutItem", "DeleteItem", "Query", "Scan")
 """What the claim store, the capacity-error cache and the leases do (adapters/aws/dynamodb.py)."""
 
 
@@ -95,6 +95,7 @@ class LongshoreCluster(Construct):
                 point_in_time_recovery_enabled=True
             ),
             removal_policy=cdk.RemovalPolicy.RETAIN,
+            deletion_protection=True,
         )
         self.table.add_global_secondary_index(
             index_name="by-instance",
@@ -106,14 +107,9 @@ class LongshoreCluster(Construct):
             "Interruption",
             queue_name=config.interruption.queue_name or naming.queue_name(cluster, "interruption"),
             max_receive_count=config.interruption.max_receive_count,
+            function_timeout_s=next(spec.timeout_s for spec in FUNCTIONS if spec.role == "interruption"),
         )
 
-        self.role = iam.Role(
-            self,
-            "FunctionsRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"Longshore functions of cluster {cluster}",
-        )
         scope_of_policy = policies.ControllerScope(
             cluster=cluster,
             node_roles=node_roles(config, settings),
@@ -132,21 +128,31 @@ class LongshoreCluster(Construct):
             ),
             unmanaged_launch_templates=any(nc.launch_template_name for nc in config.node_classes),
         )
-        for statement in policies.controller_statements(stack, scope_of_policy):
-            self.role.add_to_principal_policy(statement)
-        if settings.vpc is not None:
-            vpc_statements = policies.vpc_access_statements(
-                stack, settings.vpc.subnet_ids, settings.vpc.security_group_ids
-            )
-            for statement in vpc_statements:
-                self.role.add_to_principal_policy(statement)
-        self.role.add_to_principal_policy(
+        statements = [
+            *policies.controller_statements(stack, scope_of_policy),
             iam.PolicyStatement(
                 sid="UseOwnTable",
                 actions=[f"dynamodb:{action}" for action in TABLE_ACTIONS],
                 resources=[self.table.table_arn, f"{self.table.table_arn}/index/*"],
+            ),
+        ]
+        self.roles: dict[str, iam.Role] = {}
+        for spec in FUNCTIONS:
+            role = iam.Role(
+                self,
+                f"{spec.role.capitalize()}Role",
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"Longshore {spec.role} function of cluster {cluster}",
             )
-        )
+            for statement in permissions.restrict(statements, spec.role):
+                role.add_to_principal_policy(statement)
+            if settings.vpc is not None:
+                vpc_statements = policies.vpc_access_statements(
+                    stack, settings.vpc.subnet_ids, settings.vpc.security_group_ids
+                )
+                for statement in vpc_statements:
+                    role.add_to_principal_policy(statement)
+            self.roles[spec.role] = role
 
         environment = {
             "LONGSHORE_CLUSTER_NAME": cluster,
@@ -167,7 +173,7 @@ class LongshoreCluster(Construct):
             self,
             "Functions",
             code=code,
-            role=self.role,
+            roles=self.roles,
             names=function_names,
             environment=environment,
             log_retention=log_retention,
@@ -192,6 +198,7 @@ class LongshoreCluster(Construct):
             code=code,
             function_name=naming.function_name(cluster, "trigger"),
             targets={role_name: self.functions[role_name] for role_name in ("provisioner", "planner")},
+            table=self.table,
             environment=environment,
             log_retention=log_retention,
         )
@@ -211,16 +218,17 @@ class LongshoreCluster(Construct):
         self.disruption_state_machine = machines.disruption
         self.rotation_state_machine = machines.rotation
 
-        self.access_entry: eks.CfnAccessEntry | None = None
+        self.access_entries: dict[str, eks.CfnAccessEntry] = {}
         if settings.access_entry:
-            self.access_entry = eks.CfnAccessEntry(
-                self,
-                "AccessEntry",
-                cluster_name=cluster,
-                principal_arn=self.role.role_arn,
-                type="STANDARD",
-                kubernetes_groups=[naming.KUBERNETES_GROUP],
-            )
+            for role_name, role in self.roles.items():
+                self.access_entries[role_name] = eks.CfnAccessEntry(
+                    self,
+                    f"{role_name.capitalize()}AccessEntry",
+                    cluster_name=cluster,
+                    principal_arn=role.role_arn,
+                    type="STANDARD",
+                    kubernetes_groups=[naming.kubernetes_group(role_name)],
+                )
 
         observability = Observability(
             self,
@@ -232,10 +240,12 @@ class LongshoreCluster(Construct):
             dead_letter_queue=self.interruption.dead_letter_queue,
             state_machines={"disruption": machines.disruption, "rotation": machines.rotation},
             alarm_topic_arn=settings.alarm_topic_arn,
+            alarm_emails=settings.alarm_emails,
             dashboard=settings.dashboard,
         )
         self.dashboard = observability.dashboard
         self.alarms = observability.alarms
+        self.alarm_topic = observability.topic
 
 
 def node_roles(config: ClusterConfig, settings: DeploymentSettings) -> tuple[str, ...]:

@@ -2,8 +2,8 @@
 
 Theory of operation: all four run the same code asset (our package and its dependencies, bundling.py) with a
 different handler string (docs/contracts.md), on arm64 and the Python runtime the bytecode was compiled
-for. They share one role (the identity the cluster's access entry maps to a Kubernetes group) and the same
-environment: the contract's `LONGSHORE_*` variables plus Powertools' service name, metrics namespace and
+for. Each has its own role (permissions.py: only the actions its code calls; the cluster's access entries map
+each role to its own Kubernetes group, naming.kubernetes_group) and they share the same environment: the contract's `LONGSHORE_*` variables plus Powertools' service name, metrics namespace and
 log level. Each writes to its own log group with a fixed retention. The provisioner and the planner are
 singletons (reserved concurrency 1): a second concurrent run would plan against the same pending pods.
 """
@@ -57,7 +57,7 @@ class Functions(Construct):
         construct_id: str,
         *,
         code: lambda_.Code,
-        role: iam.IRole,
+        roles: Mapping[str, iam.IRole],
         names: Mapping[str, str],
         environment: Mapping[str, str],
         log_retention: logs.RetentionDays,
@@ -66,6 +66,7 @@ class Functions(Construct):
         super().__init__(scope, construct_id)
         self.by_role: dict[str, lambda_.Function] = {}
         for spec in FUNCTIONS:
+            role = roles[spec.role]
             log_group = logs.LogGroup(
                 self,
                 f"{spec.role.capitalize()}Logs",

@@ -15,8 +15,10 @@ the way Karpenter v1's policy is: every write is bound either to a resource ARN 
   pattern (those resources are read, not changed);
 - reads that AWS cannot scope (`ec2:Describe*`) are limited to the cluster's region.
 
-Table, queue and log permissions come from CDK grants on those exact resources (see cluster.py). Each
-statement has a Sid so reviews and tests can talk about it by name.
+The table statement is in cluster.py; queue and log permissions come from CDK grants on those exact
+resources. Each statement has a Sid so reviews and tests can talk about it by name. These statements are the
+most any function may get: each function's role receives them cut down to its own actions
+(`permissions.restrict`, from the table in permissions.py).
 """
 
 from __future__ import annotations
@@ -32,10 +34,7 @@ CLUSTER_TAG = "longshore.io/cluster"
 
 EC2_READ_ACTIONS = (
     "ec2:DescribeAvailabilityZones",
-    "ec2:DescribeCapacityReservations",
-    "ec2:DescribeFleets",
     "ec2:DescribeImages",
-    "ec2:DescribeInstanceStatus",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeInstances",

@@ -1,15 +1,18 @@
 """The interruption queue: EventBridge rules for the five EC2/Health event kinds, delivered to one SQS queue.
 
-Theory of operation: as in Karpenter's getting-started template (reference/karpenter.md §5) the queue keeps
-messages for 300 s (an interruption older than that is moot), is encrypted (SSE-SQS: EventBridge can write
+Theory of operation: as in Karpenter's getting-started template the queue is encrypted (SSE-SQS: EventBridge can write
 to it without a key policy) and refuses plain HTTP. Each rule may send to it only as itself (the queue
 policy's `aws:SourceArn` condition, added by the SQS target). Two rules are narrower than Karpenter's, so the
 account's unrelated events never cost an invocation: instance state changes only for the four states the
 handler acts on, and Health events only for EC2 scheduled changes.
 
-A message the handler fails on is redelivered after the visibility timeout, and after `maxReceiveCount`
-receives goes to the dead-letter queue (kept 14 days, alarmed above 0). The redelivery schedule must fit in
-the retention period, or failed messages would expire instead of reaching the DLQ; that is checked here.
+The visibility timeout is six times the interruption function's timeout (what AWS recommends for an SQS
+event source: a batch still being processed, or retried by the poller, is never handed out twice). A message
+the handler fails on is redelivered after that, and after `maxReceiveCount` receives goes to the dead-letter
+queue (kept 14 days, alarmed above 0). Karpenter keeps messages 300 s (an interruption older than that is
+moot); here the retention is at least that and long enough for every redelivery, `(maxReceiveCount + 1) x
+visibility`, so a failing message reaches the DLQ instead of expiring. A redelivered stale message is
+harmless: the handler's actions on a node that is already gone are no-ops.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from constructs import Construct
 
 from infra.naming import QUEUE_NAME_LIMIT
 
-RETENTION = cdk.Duration.seconds(300)
-VISIBILITY_TIMEOUT = cdk.Duration.seconds(40)
+MIN_RETENTION_S = 300
+MAX_RETENTION_S = 14 * 24 * 3600  # SQS's limit
+VISIBILITY_PER_FUNCTION_TIMEOUT = 6
 DLQ_RETENTION = cdk.Duration.days(14)
 DLQ_SUFFIX = "-dlq"
 
@@ -58,16 +62,22 @@ class InterruptionQueue(Construct):
     """The queue, its DLQ and the five rules that feed it."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, queue_name: str, max_receive_count: int
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        queue_name: str,
+        max_receive_count: int,
+        function_timeout_s: int,
     ) -> None:
         super().__init__(scope, construct_id)
-        redelivery = max_receive_count * VISIBILITY_TIMEOUT.to_seconds()
-        if not max_receive_count >= 1 or redelivery >= RETENTION.to_seconds():
+        self.visibility_timeout_s = VISIBILITY_PER_FUNCTION_TIMEOUT * function_timeout_s
+        self.retention_s = max(MIN_RETENTION_S, (max_receive_count + 1) * self.visibility_timeout_s)
+        if not max_receive_count >= 1 or self.retention_s > MAX_RETENTION_S:
             raise InterruptionQueueError(
-                f"spec.interruption.maxReceiveCount: {max_receive_count} receives x {VISIBILITY_TIMEOUT.to_seconds():g} s "
-                f"visibility must stay under the {RETENTION.to_seconds():g} s retention, or failed messages "
-                f"expire before they reach the dead-letter queue (use 1 to "
-                f"{int((RETENTION.to_seconds() - 1) // VISIBILITY_TIMEOUT.to_seconds())})"
+                f"spec.interruption.maxReceiveCount: {max_receive_count} receives x {self.visibility_timeout_s} s "
+                f"visibility must fit in SQS's {MAX_RETENTION_S} s retention, or failed messages expire before "
+                f"they reach the dead-letter queue (use 1 to {MAX_RETENTION_S // self.visibility_timeout_s - 1})"
             )
         self.dead_letter_queue = sqs.Queue(
             self,
@@ -81,8 +91,8 @@ class InterruptionQueue(Construct):
             self,
             "Queue",
             queue_name=queue_name,
-            retention_period=RETENTION,
-            visibility_timeout=VISIBILITY_TIMEOUT,
+            retention_period=cdk.Duration.seconds(self.retention_s),
+            visibility_timeout=cdk.Duration.seconds(self.visibility_timeout_s),
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(

@@ -17,8 +17,10 @@ LAMBDA_NAME_LIMIT = 64
 STATE_MACHINE_NAME_LIMIT = 80
 QUEUE_NAME_LIMIT = 80
 
-KUBERNETES_GROUP = "longshore-controller"
-"""The Kubernetes group the functions' role is mapped to by the access entry; deploy/clusterrole.yaml binds it."""
+
+def kubernetes_group(role: str) -> str:
+    """The Kubernetes group a function's role is mapped to by its access entry; deploy/clusterrole.yaml binds it."""
+    return f"{PREFIX}-{role}"
 
 
 def physical_name(cluster: str, role: str, limit: int) -> str:

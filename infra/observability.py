@@ -11,7 +11,11 @@ dimension set:
 - the pending-pods alarm uses a Metrics Insights query (`SELECT MAX(...) FROM "Longshore" WHERE service=...`),
   which aggregates over whatever other dimensions exist.
 
-AWS's own metrics (Lambda, SQS, Step Functions) come from the constructs' metric helpers. The test
+AWS's own metrics (Lambda, SQS, Step Functions) come from the constructs' metric helpers.
+
+Every alarm notifies someone by default: the construct creates an SNS topic (TLS-only; e-mail
+subscriptions from the `alarmEmail` context) unless `alarmTopicArn` names an existing one, and every alarm
+has that topic as its alarm action (tests/infra/test_observability.py checks both). The test
 tests/infra/test_observability.py reads every metric name out of the synthesised dashboard and alarms and
 checks it against `telemetry.ALL_METRICS`.
 """
@@ -25,6 +29,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -64,7 +69,7 @@ def insights(
 
 
 class Observability(Construct):
-    """Dashboard `Longshore-<cluster>` and the four alarms of issue #7."""
+    """Dashboard `Longshore-<cluster>`, the alarms, and the topic they notify (`topic`)."""
 
     def __init__(
         self,
@@ -78,14 +83,23 @@ class Observability(Construct):
         dead_letter_queue: sqs.IQueue,
         state_machines: Mapping[str, sfn.IStateMachine],
         alarm_topic_arn: str | None,
+        alarm_emails: Sequence[str] = (),
         dashboard: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.alarms = self._alarms(service, functions, dead_letter_queue, state_machines)
+        self.topic: sns.ITopic
         if alarm_topic_arn:
-            topic = sns.Topic.from_topic_arn(self, "AlarmTopic", alarm_topic_arn)
-            for alarm in self.alarms:
-                alarm.add_alarm_action(actions.SnsAction(topic))
+            self.topic = sns.Topic.from_topic_arn(self, "AlarmTopic", alarm_topic_arn)
+        else:
+            topic = sns.Topic(
+                self, "AlarmTopic", display_name=f"Longshore alarms of cluster {cluster}", enforce_ssl=True
+            )
+            for address in alarm_emails:
+                topic.add_subscription(subscriptions.EmailSubscription(address))
+            self.topic = topic
+        for alarm in self.alarms:
+            alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.dashboard: cloudwatch.Dashboard | None = None
         if not dashboard:
             return
@@ -120,16 +134,6 @@ class Observability(Construct):
             ),
             cloudwatch.Alarm(
                 self,
-                "ProvisionerErrors",
-                alarm_description="The provisioner function failed (see its log group).",
-                metric=functions["provisioner"].metric_errors(statistic="Sum", period=FIVE_MINUTES),
-                threshold=0,
-                comparison_operator=above_zero,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            cloudwatch.Alarm(
-                self,
                 "PodsPendingOverTenMinutes",
                 alarm_description="Pods have been pending for more than 10 minutes (`longshore explain` says why).",
                 metric=insights(
@@ -141,6 +145,75 @@ class Observability(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
         ]
+        for name, function in functions.items():
+            alarms.append(
+                cloudwatch.Alarm(
+                    self,
+                    f"{name.capitalize()}Errors",
+                    alarm_description=f"The {name} function failed (see its log group).",
+                    metric=function.metric_errors(statistic="Sum", period=FIVE_MINUTES),
+                    threshold=0,
+                    comparison_operator=above_zero,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
+        if "trigger" in functions:
+            alarms.append(
+                cloudwatch.Alarm(
+                    self,
+                    "TriggerThrottles",
+                    alarm_description=(
+                        "The webhook's trigger function hit its reserved concurrency: a flood of requests "
+                        "(docs/security.md); pods still start, woken by the schedule."
+                    ),
+                    metric=functions["trigger"].metric_throttles(statistic="Sum", period=FIVE_MINUTES),
+                    threshold=0,
+                    comparison_operator=above_zero,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
+        for construct_id, description, expression in (
+            (
+                "InterruptionMessagesMalformed",
+                "Interruption queue messages that are not EventBridge events Longshore understands.",
+                insights(service, telemetry.MESSAGES_MALFORMED, "SUM", FIVE_MINUTES, "malformed messages"),
+            ),
+            (
+                "InterruptionMessagesIgnoredUnknownKind",
+                "Interruption messages of a kind the handler does not know: a rule and the handler disagree.",
+                cloudwatch.MathExpression(
+                    expression=(
+                        f'SELECT SUM({telemetry.MESSAGES_IGNORED}) FROM "{telemetry.NAMESPACE}" '
+                        f"WHERE service = '{service}' AND {telemetry.DIM_REASON} = 'unknown-kind'"
+                    ),
+                    label="messages ignored: unknown kind",
+                    period=FIVE_MINUTES,
+                    using_metrics={},
+                ),
+            ),
+            (
+                "OrphansMassDetected",
+                "A pass found more orphan instances than it may terminate at once and terminated none: check "
+                "the claim table and the cluster tag before anything else.",
+                insights(
+                    service, telemetry.ORPHANS_MASS_DETECTED, "MAX", FIVE_MINUTES, "mass orphans detected"
+                ),
+            ),
+        ):
+            alarms.append(
+                cloudwatch.Alarm(
+                    self,
+                    construct_id,
+                    alarm_description=description,
+                    metric=expression,
+                    threshold=0,
+                    comparison_operator=above_zero,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
         for name, machine in state_machines.items():
             failed = cloudwatch.MathExpression(
                 expression="failed + timedOut + aborted",

@@ -12,7 +12,8 @@ optional):
   subnetIds          comma-separated subnet ids: run the functions in a VPC (private cluster endpoints).
   securityGroupIds   comma-separated security group ids for the functions (required with subnetIds).
   nodeRole           IAM role name of the nodes, when the node classes name only an instance profile.
-  alarmTopicArn      SNS topic that the alarms notify.
+  alarmTopicArn      an existing SNS topic for the alarms (default: the stack creates one).
+  alarmEmail         comma-separated e-mail addresses subscribed to the stack's alarm topic.
   accessEntry        "false" to skip the EKS access entry (clusters still on the aws-auth ConfigMap).
   dashboard          "false" to skip the dashboard ($3/month beyond CloudWatch's 3 free ones); alarms stay.
   logRetentionDays   retention of the functions' and state machines' log groups (default 30).
@@ -28,6 +29,7 @@ ACCOUNT = re.compile(r"^\d{12}$")
 SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 TOPIC_ARN = re.compile(r"^arn:aws[\w-]*:sns:[a-z0-9-]+:\d{12}:[\w-]{1,256}$")
 LOG_RETENTION_DAYS = (
     1,
@@ -72,6 +74,7 @@ class DeploymentSettings:
     vpc: VpcPlacement | None = None
     node_role: str | None = None
     alarm_topic_arn: str | None = None
+    alarm_emails: tuple[str, ...] = ()
     access_entry: bool = True
     dashboard: bool = True
     log_retention_days: int = 30
@@ -95,6 +98,12 @@ class DeploymentSettings:
         topic = _text(lookup, "alarmTopicArn")
         if topic is not None and not TOPIC_ARN.match(topic):
             raise SettingsError(f"context 'alarmTopicArn': {topic!r} is not an SNS topic ARN")
+        emails = _ids(lookup, "alarmEmail", EMAIL, "an e-mail address")
+        if emails and topic is not None:
+            raise SettingsError(
+                "context 'alarmEmail' subscribes to the stack's own topic; with 'alarmTopicArn' "
+                f"{topic!r} subscribe the addresses to that topic instead"
+            )
         access_entry = _flag(lookup, "accessEntry")
         dashboard = _flag(lookup, "dashboard")
         retention = _text(lookup, "logRetentionDays")
@@ -111,6 +120,7 @@ class DeploymentSettings:
             vpc=VpcPlacement(subnets, groups) if subnets else None,
             node_role=node_role,
             alarm_topic_arn=topic,
+            alarm_emails=emails,
             access_entry=access_entry,
             dashboard=dashboard,
             log_retention_days=days,

@@ -50,7 +50,10 @@ class LongshoreStack(cdk.Stack):
         )
         nag.acknowledge(self, self.cluster)
         outputs = {
-            "FunctionsRoleArn": self.cluster.role.role_arn,
+            **{f"{name.capitalize()}RoleArn": role.role_arn for name, role in self.cluster.roles.items()},
+            "TriggerRoleArn": self.cluster.webhook.role.role_arn,
+            "WebhookSecretArn": self.cluster.webhook.secret.secret_arn,
+            "AlarmTopicArn": self.cluster.alarm_topic.topic_arn,
             "DisruptionStateMachineArn": self.cluster.disruption_state_machine.state_machine_arn,
             "RotationStateMachineArn": self.cluster.rotation_state_machine.state_machine_arn,
             "InterruptionQueueUrl": self.cluster.interruption.queue.queue_url,

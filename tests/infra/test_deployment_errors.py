@@ -50,9 +50,12 @@ def test_parameter_tier_follows_the_size_and_refuses_over_8_kb() -> None:
 
 def test_a_max_receive_count_that_would_expire_messages_before_the_dlq_is_refused() -> None:
     stack = cdk.Stack(cdk.App(), "Scratch")
-    InterruptionQueue(stack, "Fine", queue_name="fine", max_receive_count=7)
+    fine = InterruptionQueue(stack, "Fine", queue_name="fine", max_receive_count=8, function_timeout_s=30)
+    assert (fine.visibility_timeout_s, fine.retention_s) == (180, 9 * 180)
     with pytest.raises(
         InterruptionQueueError,
-        match=r"spec.interruption.maxReceiveCount: 8 receives x 40 s .* \(use 1 to 7\)",
+        match=r"spec.interruption.maxReceiveCount: 7000 receives x 180 s .* \(use 1 to 6719\)",
     ):
-        InterruptionQueue(stack, "TooMany", queue_name="too-many", max_receive_count=8)
+        InterruptionQueue(
+            stack, "TooMany", queue_name="too-many", max_receive_count=7000, function_timeout_s=30
+        )

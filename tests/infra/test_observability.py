@@ -22,7 +22,7 @@ SEARCH = re.compile(
     r"""^SEARCH\('Namespace="(\w+)" MetricName="(\w+)" service="([\w-]+)"', '(\w+)', \d+\)$"""
 )
 INSIGHTS = re.compile(
-    r"""^SELECT (MAX|MIN|AVG|SUM|COUNT)\((\w+)\) FROM "(\w+)" WHERE service = '([\w-]+)'$"""
+    r"""^SELECT (MAX|MIN|AVG|SUM|COUNT)\((\w+)\) FROM "(\w+)" WHERE service = '([\w-]+)'(?: AND (\w+) = '([\w-]+)')?$"""
 )
 AWS_NAMESPACES = {"AWS/Lambda", "AWS/SQS", "AWS/States"}
 ROLES = ("provisioner", "planner", "interruption", "steps")
@@ -146,9 +146,13 @@ def test_queries_filter_on_the_service_name_the_functions_publish_under(synthesi
     assert queried == services == {"longshore-demo"}
 
 
-def test_the_four_alarms_fire_above_zero(synthesis: Synthesis) -> None:
+ALARMS = 13  # DLQ, pending > 10 min, 5 function errors, trigger throttles, malformed, unknown-kind,
+# mass orphans, and one per state machine
+
+
+def test_the_alarms_fire_above_zero(synthesis: Synthesis) -> None:
     alarms = list(resources(synthesis.demo, "AWS::CloudWatch::Alarm").values())
-    assert len(alarms) == 5  # DLQ, provisioner errors, pending > 10 min, and one per state machine
+    assert len(alarms) == ALARMS
     for alarm in alarms:
         assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
         assert alarm["Threshold"] == 0
@@ -159,16 +163,25 @@ def test_the_four_alarms_fire_above_zero(synthesis: Synthesis) -> None:
         queues[dlq["Dimensions"][0]["Value"]["Fn::GetAtt"][0]]["QueueName"]
         == "longshore-demo-interruption-dlq"
     )
-    (errors,) = [a for a in alarms if a.get("MetricName") == "Errors"]
-    assert errors["Namespace"] == "AWS/Lambda"
-    provisioner, _ = function_by_handler(synthesis.demo, "longshore.handlers.provisioner.handler")
-    assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": provisioner}}]
-    pending = [
-        a for a in alarms if any(INSIGHTS.match(m.get("Expression", "")) for m in a.get("Metrics", []))
-    ]
-    (pending_alarm,) = pending
-    (query,) = pending_alarm["Metrics"]
-    assert INSIGHTS.match(query["Expression"]).group(1, 2) == ("MAX", telemetry.PODS_PENDING_OVER_10_MIN)  # type: ignore[union-attr]
+    functions = {lid for lid in resources(synthesis.demo, "AWS::Lambda::Function")}
+    errors = [a for a in alarms if a.get("MetricName") == "Errors"]
+    assert {a["Namespace"] for a in errors} == {"AWS/Lambda"}
+    assert {a["Dimensions"][0]["Value"]["Ref"] for a in errors} == functions, "every function's errors"
+    trigger, _ = function_by_handler(synthesis.demo, "longshore.handlers.trigger.handler")
+    (throttles,) = [a for a in alarms if a.get("MetricName") == "Throttles"]
+    assert throttles["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": trigger}}]
+    queries = {
+        INSIGHTS.match(m["Expression"]).group(1, 2, 5, 6)  # type: ignore[union-attr]
+        for a in alarms
+        for m in a.get("Metrics", [])
+        if INSIGHTS.match(m.get("Expression", ""))
+    }
+    assert queries == {
+        ("MAX", telemetry.PODS_PENDING_OVER_10_MIN, None, None),
+        ("SUM", telemetry.MESSAGES_MALFORMED, None, None),
+        ("SUM", telemetry.MESSAGES_IGNORED, telemetry.DIM_REASON, "unknown-kind"),
+        ("MAX", telemetry.ORPHANS_MASS_DETECTED, None, None),
+    }
     workflows = [a for a in alarms if "ExecutionsFailed" in json.dumps(a)]
     assert len(workflows) == 2
     for alarm in workflows:
@@ -176,8 +189,16 @@ def test_the_four_alarms_fire_above_zero(synthesis: Synthesis) -> None:
         assert metrics == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
 
 
+def test_every_alarm_notifies_the_stacks_topic_by_default(synthesis: Synthesis) -> None:
+    (topic,) = resources(synthesis.demo, "AWS::SNS::Topic")
+    alarms = resources(synthesis.demo, "AWS::CloudWatch::Alarm").values()
+    assert alarms and all(a["AlarmActions"] == [{"Ref": topic}] for a in alarms)
+    (policy,) = resources(synthesis.demo, "AWS::SNS::TopicPolicy").values()
+    assert "aws:SecureTransport" in json.dumps(policy)  # TLS only
+
+
 def test_alarm_actions_notify_the_configured_topic_only(synthesis: Synthesis) -> None:
-    assert all("AlarmActions" not in a for a in resources(synthesis.demo, "AWS::CloudWatch::Alarm").values())
+    assert resources(synthesis.private, "AWS::SNS::Topic") == {}
     private = list(resources(synthesis.private, "AWS::CloudWatch::Alarm").values())
     assert private and all(
         a["AlarmActions"] == ["arn:aws:sns:eu-west-1:123456789012:oncall"] for a in private
@@ -186,4 +207,4 @@ def test_alarm_actions_notify_the_configured_topic_only(synthesis: Synthesis) ->
 
 def test_dashboard_can_be_left_out_keeping_the_alarms(synthesis: Synthesis) -> None:
     assert resources(synthesis.private, "AWS::CloudWatch::Dashboard") == {}
-    assert len(resources(synthesis.private, "AWS::CloudWatch::Alarm")) == 5
+    assert len(resources(synthesis.private, "AWS::CloudWatch::Alarm")) == ALARMS

@@ -82,3 +82,16 @@ def test_physical_names_stay_within_limits_and_apart() -> None:
     assert all(len(name) <= naming.LAMBDA_NAME_LIMIT for name in names)
     assert naming.function_name("demo", "provisioner") == "longshore-demo-provisioner"
     assert len(naming.state_machine_name(long_a, "disruption")) <= naming.STATE_MACHINE_NAME_LIMIT
+
+
+def test_alarm_emails_are_read_and_checked() -> None:
+    assert settings(alarmEmail="a@example.com, b@ops.example.org").alarm_emails == (
+        "a@example.com",
+        "b@ops.example.org",
+    )
+    with pytest.raises(
+        SettingsError, match="context 'alarmEmail': 'not-an-address' is not an e-mail address"
+    ):
+        settings(alarmEmail="not-an-address")
+    with pytest.raises(SettingsError, match="subscribe the addresses to that topic instead"):
+        settings(alarmEmail="a@example.com", alarmTopicArn="arn:aws:sns:us-east-1:123456789012:oncall")

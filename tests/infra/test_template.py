@@ -111,7 +111,8 @@ def test_interruption_queue_is_encrypted_short_lived_and_dead_lettered(demo_temp
         "AWS::SQS::Queue",
         {
             "QueueName": "longshore-demo-interruption",
-            "MessageRetentionPeriod": 300,
+            "MessageRetentionPeriod": 6 * 180,
+            "VisibilityTimeout": 180,
             "SqsManagedSseEnabled": True,
             "RedrivePolicy": {"deadLetterTargetArn": Match.any_value(), "maxReceiveCount": 5},
         },
@@ -264,17 +265,21 @@ def _without_origins(config: ClusterConfig) -> ClusterConfig:
     )
 
 
-def test_access_entry_maps_the_functions_role_to_the_clusterrole_group(synthesis: Synthesis) -> None:
-    (entry,) = resources(synthesis.demo, "AWS::EKS::AccessEntry").values()
-    assert entry["ClusterName"] == "demo"
-    assert entry["Type"] == "STANDARD"
-    assert entry["KubernetesGroups"] == ["longshore-controller"]
+def test_access_entries_map_each_functions_role_to_its_own_group(synthesis: Synthesis) -> None:
+    entries = list(resources(synthesis.demo, "AWS::EKS::AccessEntry").values())
+    assert {e["ClusterName"] for e in entries} == {"demo"} and {e["Type"] for e in entries} == {"STANDARD"}
+    assert sorted(g for e in entries for g in e["KubernetesGroups"]) == [
+        "longshore-interruption",
+        "longshore-planner",
+        "longshore-provisioner",
+        "longshore-steps",
+    ]
     roles = {
         _ref_target(p["Role"])
         for p in resources(synthesis.demo, "AWS::Lambda::Function").values()
         if p["Handler"] != "longshore.handlers.trigger.handler"  # it never calls the cluster
     }
-    assert roles == {_ref_target(entry["PrincipalArn"])}
+    assert roles == {_ref_target(e["PrincipalArn"]) for e in entries}
 
 
 def test_stack_is_region_specific_and_account_agnostic(synthesis: Synthesis) -> None:
@@ -296,7 +301,13 @@ def test_a_config_over_4_kb_goes_to_the_advanced_tier(synthesis: Synthesis) -> N
 
 def test_outputs_name_the_role_and_state_machines_an_operator_needs(synthesis: Synthesis) -> None:
     assert set(synthesis.demo["Outputs"]) == {
-        "FunctionsRoleArn",
+        "ProvisionerRoleArn",
+        "PlannerRoleArn",
+        "InterruptionRoleArn",
+        "StepsRoleArn",
+        "TriggerRoleArn",
+        "WebhookSecretArn",
+        "AlarmTopicArn",
         "DisruptionStateMachineArn",
         "RotationStateMachineArn",
         "InterruptionQueueUrl",
@@ -309,9 +320,16 @@ def test_the_trigger_function_is_small_untraced_and_behind_a_public_url(synthesi
     assert props["FunctionName"] == "longshore-demo-trigger"
     assert props["Architectures"] == ["arm64"] and props["Runtime"] == "python3.11"
     assert props["MemorySize"] == 256 and props["Timeout"] == 5
-    assert props["ReservedConcurrentExecutions"] == 10
+    assert props["ReservedConcurrentExecutions"] == 2  # bounds a flood's cost (bench/trigger_flood.py)
     assert props.get("TracingConfig", {"Mode": "PassThrough"}) == {"Mode": "PassThrough"}
+    assert (
+        props["LoggingConfig"]["LogFormat"] == "JSON" and props["LoggingConfig"]["SystemLogLevel"] == "WARN"
+    )
     env = props["Environment"]["Variables"]
+    (secret,) = resources(synthesis.demo, "AWS::SecretsManager::Secret")
+    assert env["LONGSHORE_WEBHOOK_SECRET_ARN"] == {"Ref": secret}
+    generated = resources(synthesis.demo, "AWS::SecretsManager::Secret")[secret]["GenerateSecretString"]
+    assert generated["PasswordLength"] >= 32 and generated["ExcludePunctuation"] is True
     assert env["LONGSHORE_PROVISIONER_FUNCTION_NAME"] == "longshore-demo-provisioner"
     assert env["LONGSHORE_PLANNER_FUNCTION_NAME"] == "longshore-demo-planner"
     (url,) = resources(synthesis.demo, "AWS::Lambda::Url").values()

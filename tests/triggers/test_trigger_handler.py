@@ -128,12 +128,13 @@ def test_the_production_wiring_names_the_missing_function(monkeypatch: pytest.Mo
         "LONGSHORE_CONFIG_PARAMETER": "/longshore/demo/config",
         "LONGSHORE_TABLE_NAME": "t",
         "LONGSHORE_PROVISIONER_FUNCTION_NAME": "longshore-demo-provisioner",
+        "LONGSHORE_WEBHOOK_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:w",
     }.items():
         monkeypatch.setenv(variable, value)
     monkeypatch.delenv("LONGSHORE_PLANNER_FUNCTION_NAME", raising=False)
 
     with pytest.raises(Exception, match="LONGSHORE_PLANNER_FUNCTION_NAME"):
-        trigger_handler.build_triggers()
+        trigger_handler.build_ports()
 
 
 def test_admission_review_builder_matches_the_samples_shape() -> None:

@@ -33,6 +33,7 @@ class RuntimeSettings(BaseModel):
     interruption_queue_url: str | None = None
     provisioner_function_name: str | None = None
     planner_function_name: str | None = None
+    webhook_secret_arn: str | None = None
 
     #: field -> environment variable (AWS_REGION falls back to AWS_DEFAULT_REGION)
     ENVIRONMENT: ClassVar[dict[str, str]] = {
@@ -45,6 +46,7 @@ class RuntimeSettings(BaseModel):
         "interruption_queue_url": "LONGSHORE_INTERRUPTION_QUEUE_URL",
         "provisioner_function_name": "LONGSHORE_PROVISIONER_FUNCTION_NAME",
         "planner_function_name": "LONGSHORE_PLANNER_FUNCTION_NAME",
+        "webhook_secret_arn": "LONGSHORE_WEBHOOK_SECRET_ARN",
     }
     REQUIRED: ClassVar[tuple[str, ...]] = ("cluster_name", "region", "config_parameter", "table_name")
 

@@ -23,6 +23,9 @@ NODES_INITIALIZED = "NodesInitialized"
 LAUNCH_TIMEOUTS = "LaunchTimeouts"
 REGISTRATION_TIMEOUTS = "RegistrationTimeouts"
 ORPHANS_TERMINATED = "OrphanInstancesTerminated"
+ORPHANS_MASS_DETECTED = (
+    "OrphansMassDetected"  # a pass found more orphans than the safety bound: none terminated
+)
 
 # Interruption
 MESSAGES_RECEIVED = "InterruptionMessagesReceived"  # dims: Kind

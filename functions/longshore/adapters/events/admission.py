@@ -8,12 +8,18 @@ pydantic and raises `MalformedAdmissionError` naming the field and the value, so
 400 and a log line instead of a stack trace. `admission_response` always allows: the webhook only observes
 (`failurePolicy: Ignore` in `deploy/webhook.yaml` covers the cases where it cannot answer at all).
 `function_url_event` builds the request as Lambda would, for tests and the simulation.
+
+The URL's path carries the per-cluster webhook secret (`https://<id>.lambda-url.<region>.on.aws/<secret>`):
+`path_matches_secret` compares the request's `rawPath` with it in constant time and is total (any event, any
+type, gives True or False), so an unauthenticated request is refused with `forbidden_response` before
+anything in it is parsed.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hmac
 import json
 from typing import Any, Final, Literal, TypeVar
 
@@ -104,22 +110,38 @@ def admission_response(uid: str, status: int = 200) -> dict[str, Any]:
     return {"statusCode": status, "headers": {"content-type": "application/json"}, "body": json.dumps(review)}
 
 
-def error_response(message: str) -> dict[str, Any]:
+def error_response(message: str, status: int = 400) -> dict[str, Any]:
     return {
-        "statusCode": 400,
+        "statusCode": status,
         "headers": {"content-type": "application/json"},
         "body": json.dumps({"error": message}),
     }
 
 
-def function_url_event(review: dict[str, Any], *, base64_body: bool = False) -> dict[str, Any]:
-    """`review` as Lambda hands a function URL POST to the function (payload format 2.0)."""
+def forbidden_response() -> dict[str, Any]:
+    """403 for a request whose path does not carry the secret (says nothing about what was expected)."""
+    return error_response("forbidden", 403)
+
+
+def path_matches_secret(event: Any, secret: str) -> bool:
+    """True when the event's `rawPath` is exactly `/<secret>`, compared in constant time."""
+    path = event.get("rawPath") if isinstance(event, dict) else None
+    if not isinstance(path, str) or not secret:
+        return False
+    presented = path.encode("utf-8", "surrogatepass")
+    return hmac.compare_digest(presented, f"/{secret}".encode())
+
+
+def function_url_event(
+    review: dict[str, Any], *, base64_body: bool = False, secret: str = ""
+) -> dict[str, Any]:
+    """`review` as Lambda hands a function URL POST to the function (payload format 2.0), sent to `/<secret>`."""
     body = json.dumps(review)
     return {
         "version": "2.0",
-        "rawPath": "/",
+        "rawPath": f"/{secret}",
         "headers": {"content-type": "application/json"},
-        "requestContext": {"http": {"method": "POST", "path": "/"}},
+        "requestContext": {"http": {"method": "POST", "path": f"/{secret}"}},
         "body": base64.b64encode(body.encode()).decode() if base64_body else body,
         "isBase64Encoded": base64_body,
     }

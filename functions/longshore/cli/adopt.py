@@ -67,7 +67,7 @@ def command(
     import boto3  # type: ignore[import-untyped]
 
     from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable
-    from longshore.adapters.aws.instances import Ec2Instances
+    from longshore.adapters.aws.instances import Ec2Instances, Ec2InstanceTags
     from longshore.adapters.kube.karpenter import KubeKarpenterObjects
     from longshore.cli.status import live_config
     from longshore.services.adoption import Adopter
@@ -90,7 +90,7 @@ def command(
         objects=objects,
         store=DynamoClaimStore(DynamoTable(boto3.client("dynamodb", region_name=config.region), table)),
         instances=instances,
-        tags=instances,
+        tags=Ec2InstanceTags(ec2),
         config=config,
         catalog=lambda: load_catalog_for(config, live),
     )

@@ -58,6 +58,7 @@ def describe_pool(
         requirements = pool_requirements(pool)
     except RequirementError as exc:
         return [], f"pool {pool.name}: {exc}"
+    catalog = catalog.for_family(cluster.node_class_of(pool).ami_family)  # a Windows class's own view
     rows = [_row(it, requirements, cluster, pool) for it in catalog.compatible(requirements)]
     reason = None if rows else catalog.explain_none_compatible(requirements, subject=f"pool {pool.name}")
     return rows, reason

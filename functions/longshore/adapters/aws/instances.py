@@ -81,11 +81,6 @@ class Ec2Instances:
         )
         return found[0] if found else None
 
-    def tag(self, instance_ids: Iterable[str], tags: Iterable[tuple[str, str]]) -> None:
-        ids = sorted(set(instance_ids))
-        if ids:
-            self._ec2.create_tags(Resources=ids, Tags=[{"Key": k, "Value": v} for k, v in tags])
-
     def terminate(self, instance_ids: Iterable[str]) -> None:
         ids = sorted(set(instance_ids))
         if not ids:
@@ -98,3 +93,15 @@ class Ec2Instances:
             known = [i.instance_id for i in self.describe(ids)]
             if known:
                 self._ec2.terminate_instances(InstanceIds=known)
+
+
+class Ec2InstanceTags:
+    """`ports.cloud.InstanceTags` on EC2 CreateTags (only `longshore adopt` tags instances)."""
+
+    def __init__(self, ec2: Any) -> None:
+        self._ec2 = ec2
+
+    def tag(self, instance_ids: Iterable[str], tags: Iterable[tuple[str, str]]) -> None:
+        ids = sorted(set(instance_ids))
+        if ids:
+            self._ec2.create_tags(Resources=ids, Tags=[{"Key": k, "Value": v} for k, v in tags])

@@ -281,6 +281,16 @@ class Observability(Construct):
                 )
             ],
             [
+                cloudwatch.TextWidget(
+                    markdown="## Coming from Karpenter\n| Karpenter metric | Longshore metric | read it as |\n|---|---|---|\n"
+                    + "\n".join(
+                        f"| `{k}` | `{name}` | {note} |" for k, (name, note) in sorted(telemetry.KARPENTER_EQUIVALENTS.items())
+                    ),
+                    width=FULL,
+                    height=7,
+                )
+            ],
+            [
                 graph("Pending pods", [
                     search(s, telemetry.PENDING_PODS, "Maximum", "pending"),
                     search(s, telemetry.PODS_PENDING_OVER_10_MIN, "Maximum", "pending > 10 min"),

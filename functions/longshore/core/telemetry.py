@@ -57,8 +57,31 @@ DIM_REASON = "Reason"
 DIM_KIND = "Kind"
 DIM_ACTION = "Action"
 
+KARPENTER_EQUIVALENTS: dict[str, tuple[str, str]] = {
+    # Karpenter metric (kubernetes-sigs/karpenter pkg/metrics, aws/karpenter-provider-aws
+    # website/content/en/docs/reference/metrics.md) -> (the Longshore CloudWatch metric, how to read it)
+    "karpenter_nodepools_cost_total": (
+        NODEPOOL_COST_PER_HOUR,
+        "$/h per NodePool (Maximum); Karpenter's is a counter",
+    ),
+    "karpenter_nodes_created_total": (NODES_REGISTERED, "Sum; no NodePool dimension"),
+    "karpenter_nodeclaims_created_total": (CLAIMS_CREATED, "Sum by NodePool, InstanceType, CapacityType"),
+    "karpenter_nodeclaims_disrupted_total": (NODES_DISRUPTED, "Sum by Reason"),
+    "karpenter_voluntary_disruption_decisions_total": (DISRUPTION_DECISIONS, "Sum by Reason"),
+    "karpenter_cluster_state_node_count": (NODES, "Maximum by NodePool, CapacityType"),
+    "karpenter_scheduler_unschedulable_pods_count": (PENDING_PODS, "Maximum"),
+    "karpenter_pods_scheduling_decision_duration_seconds": (DECISION_LATENCY_MS, "milliseconds, not seconds"),
+    "karpenter_pods_eviction_requests_total": (EVICTIONS_BLOCKED_BY_PDB, "refusals only (429), Sum"),
+    "karpenter_nodes_termination_duration_seconds": (DRAIN_DURATION_S, "drain only, seconds"),
+    "karpenter_interruption_received_messages_total": (MESSAGES_RECEIVED, "Sum by Kind"),
+    "karpenter_interruption_message_queue_duration_seconds": (QUEUE_LATENCY_MS, "milliseconds, not seconds"),
+    "karpenter_cloudprovider_instance_launch_failures_total": (LAUNCH_FAILURES, "Sum by Reason"),
+}
+"""The Karpenter metrics a migrating team's dashboards and alerts read, and the Longshore metric that answers
+the same question (the dashboard shows this table; `docs/metrics.md` explains each)."""
+
 ALL_METRICS = frozenset(
     value
     for key, value in dict(globals()).items()
-    if key.isupper() and not key.startswith(("DIM_", "NAMESPACE", "ALL_"))
+    if key.isupper() and not key.startswith(("DIM_", "NAMESPACE", "ALL_", "KARPENTER_"))
 )

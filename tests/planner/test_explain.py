@@ -252,3 +252,36 @@ def test_unknown_objects_and_bad_claims_files_are_reported(
     files["claims"].write_text('[{"id": "x", "nodepool": "default"}]')
     bad = explain(emulator, files, "n1")
     assert bad.exit_code == 2 and "claims.json: claim [0] (x)" in bad.output
+
+
+def test_what_if_removed_says_where_pods_go_what_it_saves_and_what_blocks(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    # GIVEN two m5.xlarge nodes, n1 with a 1-cpu pod that fits next to n2's 1-cpu pod
+    seed(
+        emulator,
+        files,
+        {"n1": "m5.xlarge", "n2": "m5.xlarge"},
+        [running_pod("a", "n1", cpu="1"), running_pod("b", "n2", cpu="1")],
+    )
+    # WHEN asked what removing n1 would do
+    result = explain(emulator, files, "n1", "--what-if-removed", "--json")
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    # THEN its pod moves to n2, nothing new is launched, and the node's whole price is saved
+    assert answer["verdict"] == "would-save"
+    assert answer["reason"].startswith(f"removing it saves ${PRICES['m5.xlarge']:.4f}/h")
+    assert "default/a -> n2" in answer["details"]
+    assert "nothing blocks a graceful removal (PDBs allow it)" in answer["details"]
+
+
+def test_what_if_removed_names_the_blocker_and_the_new_node_it_would_need(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    big = running_pod("big", "n1", cpu="3")
+    big["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    seed(emulator, files, {"n1": "m5.xlarge", "n2": "m5.xlarge"}, [big, running_pod("b", "n2", cpu="3")])
+    answer = json.loads(explain(emulator, files, "n1", "--what-if-removed", "--json").output)
+    assert any(line.startswith("new node ") and "m5.xlarge" in line for line in answer["details"])
+    assert "blocked: pod default/big has karpenter.sh/do-not-disrupt=true" in answer["details"]
+    assert answer["verdict"] == "would-save" and answer["reason"].startswith("removing it saves $0.0000/h")

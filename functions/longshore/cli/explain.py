@@ -8,6 +8,10 @@ claims from the claim store) and asks the same pure code, so its answer is the o
   $/h saved; a consolidation is carried out after a 15 s re-validation) or the reason it was passed over
   (budget, PDB, do-not-disrupt, not initialized, no cheaper option...). Nodes this cluster does not own are
   said to be so, and the pool's budgets are shown for every reason.
+- a NODE with `--what-if-removed`: where each of its pods would go if the node were removed now (a node that
+  exists, or a node the provisioner would launch, with its type and $/h), what that costs or saves per hour,
+  and what would block a graceful removal (do-not-disrupt, a PodDisruptionBudget, the pool's budget). Nothing
+  is decided or written: it answers the question a consolidation would ask about this one node.
 - a POD (`NAMESPACE/NAME`, or a name found in one namespace): where it runs, or, when it is pending, what
   the packing engine (`core.scheduling.solve`) does with it: the node or in-flight claim it fits, the node
   it would launch, or the engine's reason it fits nowhere (requirements, taints, pool limits...).
@@ -260,6 +264,55 @@ def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
     return Answer("node", name, verdict, reason, details)
 
 
+def what_if_removed(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
+    """Where NODE's pods would go without it, the $/h difference, and what would block its removal."""
+    from dataclasses import replace
+
+    from longshore.core.disruption import guards
+
+    inp = snapshot.input
+    managed = snapshot.managed(name)
+    if managed is None:
+        return Answer("node", name, "not-managed", f"node {name} is not owned by cluster {config.name}")
+    moved = tuple(replace(p, node_name="", nominated_node_name="") for p in managed.reschedulable_pods())
+    others = [n.node for n in inp.nodes if n.name != name and not n.disrupting]
+    plan = solve(
+        SchedulingInput(
+            pods=moved,
+            pools=config.pools_by_weight(),
+            node_classes=config.node_classes,
+            catalog=inp.catalog,
+            nodes=(*others, *inp.unmanaged),
+            in_flight=inp.in_flight,
+            daemonsets=inp.daemonsets,
+            unavailable=inp.unavailable,
+            settings=config.settings,
+        )
+    )
+    lines = [f"{key} -> {node}" for key, node in sorted(plan.placements().items())]
+    for claim in plan.new_claims:
+        lines.append(
+            f"new node {claim.name}: {claim.instance_type} {claim.capacity_type} {claim.zone}, "
+            f"${claim.price_per_hour:.4f}/h, for {len(claim.pods)} pod(s)"
+        )
+    lines += [f"{key} has nowhere to run: {reason}" for key, reason in plan.unschedulable]
+    blocker = guards.graceful_blocker(managed, inp.pdbs, inp.now)
+    lines.append(f"blocked: {blocker}" if blocker else "nothing blocks a graceful removal (PDBs allow it)")
+    lines += list(_budget_lines(config, managed.nodepool, inp))
+    delta = managed.price - plan.cost_per_hour
+    if plan.unschedulable:
+        verdict, reason = "blocked", f"{len(plan.unschedulable)} of its pods would have nowhere to run"
+    elif delta >= 0:
+        verdict = "would-save"
+        reason = (
+            f"removing it saves ${delta:.4f}/h (${managed.price:.4f}/h node, ${plan.cost_per_hour:.4f}/h new)"
+        )
+    else:
+        verdict = "would-cost"
+        reason = f"removing it costs ${-delta:.4f}/h more (${plan.cost_per_hour:.4f}/h of new nodes)"
+    return Answer("node", name, verdict, reason, tuple(lines))
+
+
 def _find_pod(
     manifests: Sequence[Mapping[str, Any]], target: str, namespace: str | None
 ) -> Mapping[str, Any] | None:
@@ -362,6 +415,12 @@ def _print(answer: Answer) -> None:
 )
 @click.option("--now", "now_epoch", type=float, help="Evaluate at this epoch time (default: now).")
 @click.option("--json", "as_json", is_flag=True, help="Print {kind, name, verdict, reason, details} as JSON.")
+@click.option(
+    "--what-if-removed",
+    "what_if",
+    is_flag=True,
+    help="For a NODE: where its pods would go without it, the $/h difference, and what would block it.",
+)
 def command(
     target: str,
     config_paths: tuple[Path, ...],
@@ -377,6 +436,7 @@ def command(
     live: bool,
     now_epoch: float | None,
     as_json: bool,
+    what_if: bool,
 ) -> None:
     """Explain why NODE is not being disrupted, or why POD (NAMESPACE/NAME) is pending."""
     from longshore.adapters.memory import MemoryOfferingAvailability
@@ -390,7 +450,7 @@ def command(
         cluster, store, MemoryOfferingAvailability(), load_catalog_for(config, live), config, now
     )
     if "/" not in target and target in snapshot.node_manifests:
-        answer = explain_node(target, snapshot, config)
+        answer = (what_if_removed if what_if else explain_node)(target, snapshot, config)
     else:
         manifest = _find_pod(snapshot.pod_manifests, target, namespace)
         if manifest is None:

@@ -290,7 +290,7 @@ def _seed_workloads(store: Any, nodes: list[dict[str, str]]) -> None:
 def _kube_endpoint(url: str) -> Iterator[None]:
     """Bench-only: the handlers' `Runtime.from_env()` talks to the emulator instead of moto's EKS endpoint."""
     from longshore.config.settings import RuntimeSettings
-    from longshore.handlers import runtime as runtime_module
+    from longshore.wiring import runtime as runtime_module
 
     original = runtime_module.Runtime.from_env
 

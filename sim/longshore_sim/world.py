@@ -216,9 +216,8 @@ class SimulatedWorld:
     def _start_disruption(self, session: Any, info: Any) -> None:
         """The planner, the workflows on the Step Functions simulator, and the interruption handler."""
         from longshore.adapters.aws import retry
-        from longshore.adapters.aws.amis import AmiResolver
+        from longshore.adapters.aws.amis import AmiResolver, ResolvedImages
         from longshore.adapters.kube.cluster import KubeCluster
-        from longshore.handlers.planner import ResolvedImages
         from longshore.services.disruption import DisruptionService, PlannerPorts
         from longshore.services.interruption import InterruptionService, rebalance_policies
         from longshore.services.replacement import ClusterReplacementLauncher

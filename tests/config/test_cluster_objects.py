@@ -67,9 +67,9 @@ def merge(text: str, objects: list[dict[str, Any]]):  # type: ignore[no-untyped-
     )
 
 
-def test_both_is_the_default_and_a_cluster_pool_joins_the_config_pools() -> None:
+def test_the_example_cluster_reads_both_and_a_cluster_pool_joins_the_config_pools() -> None:
     merged = merge(config(), [node_class(), node_pool()])
-    assert merged.config.pool_source == "both"
+    assert merged.config.pool_source == "both"  # clusters/demo.yaml sets it
     assert {p.name for p in merged.config.node_pools} == {"general", "spot-batch", "gitops"}
     assert all(v.valid and v.used for v in merged.verdicts)
 
@@ -122,3 +122,12 @@ def test_per_pool_settings_of_the_config_follow_the_pools_that_are_loaded() -> N
     # spot-batch's rebalance override (clusters/demo.yaml) holds in `both`; in `cluster` it names no pool
     assert merge(config(), [node_class(), node_pool()]).config.pool("spot-batch").rebalance == "replace"
     assert merge(config("cluster"), [node_class(), node_pool()]).config.pool("gitops").rebalance == "notify"
+
+
+def test_config_is_the_default_source() -> None:
+    docs = list(yaml.safe_load_all(DEMO))
+    del docs[0]["spec"]["poolSource"]
+    merged = merge(yaml.safe_dump_all(docs, sort_keys=False), [node_class(), node_pool()])
+    assert merged.config.pool_source == "config" and "gitops" not in {
+        p.name for p in merged.config.node_pools
+    }

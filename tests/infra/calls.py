@@ -29,7 +29,7 @@ import botocore  # type: ignore[import-untyped]
 import botocore.session  # type: ignore[import-untyped]
 
 PACKAGE = Path(__file__).resolve().parents[2] / "functions" / "longshore"
-RUNTIME_MODULE = "longshore.handlers.runtime"
+RUNTIME_MODULE = "longshore.wiring.runtime"
 WIRING_NAMES = {"wiring"}
 CLIENT_RECEIVERS = {
     "ec2", "ssm", "eks", "sqs", "sfn", "states", "stepfunctions", "lambda", "lambda_", "dynamodb", "ddb",

@@ -12,8 +12,11 @@ import pytest
 from moto import mock_aws
 
 from longshore.core.commands import DisruptionCommand
+from longshore.adapters.aws.amis import ResolvedImages
 from longshore.handlers import planner as planner_handler
-from longshore.handlers.planner import ResolvedImages, StepFunctionsSurgeWorkflow
+from longshore.wiring import planner as planner_wiring
+from longshore.wiring.planner import StepFunctionsSurgeWorkflow
+from longshore.wiring.runtime import Runtime
 from longshore.workflow.definition import disruption_definition
 from tests.builders import node_class
 from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
@@ -40,7 +43,7 @@ def test_one_invocation_validates_and_acts_on_a_consolidation() -> None:
     w.add_pod("w2", "b", cpu="1")
     deadline = w.clock.now() + 60
 
-    report = planner_handler.process(w.service, lambda: deadline - w.clock.now(), w.clock.advance)
+    report = planner_wiring.process(w.service, lambda: deadline - w.clock.now(), w.clock.advance)
 
     assert report.passes >= 3  # every 10 s while more than margin + a pass is left
     assert len(report.started) == 1 and report.started[0].startswith("underutilized-")
@@ -51,11 +54,11 @@ def test_one_invocation_validates_and_acts_on_a_consolidation() -> None:
 def test_the_handler_runs_at_least_one_pass_with_the_installed_service() -> None:
     w = PlannerWorld()
     w.add_node("idle")
-    planner_handler.configure(w.service)
+    planner_wiring.CONTAINER.install(w.service)
     try:
         result = planner_handler.handler({}, FakeContext(remaining_ms=1000))  # type: ignore[arg-type]
     finally:
-        planner_handler.configure(None)
+        planner_wiring.CONTAINER.install(None)
 
     assert result["passes"] == 1 and result["started"][0].startswith("empty-i-idle")
     assert w.workflows.disruptions()[0].input["reason"] == "empty"
@@ -142,7 +145,7 @@ def test_build_service_wires_the_production_adapters_from_the_environment(
         }.items():
             monkeypatch.setenv(variable, value)
 
-        service = planner_handler.build_service()
+        service = planner_wiring.build_planner(Runtime.from_env())
 
         assert service.config.node_pools and service.config.name == "demo-cluster"  # read from SSM
         command = DisruptionCommand(instance_id="i-0abc", reason="drifted", replace=True, requested_at=100.0)
@@ -162,7 +165,7 @@ def test_a_quiet_cluster_costs_one_pass_per_invocation() -> None:
     w.add_pod("web", "small", cpu="1500m")  # nothing cheaper can hold it, nothing empty
     started = w.clock.now()
 
-    report = planner_handler.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
+    report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
     assert report.passes == 1 and report.stopped == "quiet" and not report.started
     assert w.clock.now() - started < 1, "no idle waiting was billed"
@@ -179,7 +182,7 @@ def test_an_emptiness_wait_keeps_the_invocation_until_it_ends_then_acts() -> Non
     w.cluster.delete_pod("default", "old", grace_period_seconds=0)  # what the webhook's trigger reports
     started = w.clock.now()
 
-    report = planner_handler.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
+    report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
     assert report.started and report.started[0].startswith("empty-i-idle")
     assert 60 <= w.clock.now() - started < 75, "it waited for consolidateAfter, not for its timeout"
@@ -195,7 +198,7 @@ def test_a_wait_longer_than_the_invocation_is_left_to_a_later_scheduled_one() ->
     w.cluster.delete_pod("default", "old", grace_period_seconds=0)
     started = w.clock.now()
 
-    report = planner_handler.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
+    report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
     assert report.stopped == "deadline" and report.passes == 1 and not report.started
     assert w.clock.now() - started < 1

@@ -16,6 +16,7 @@ from longshore.config import bundle_cluster
 from longshore.config.settings import RuntimeSettings
 from longshore.core import telemetry
 from longshore.handlers import provisioner as lambda_handler
+from longshore.wiring.provisioner import CONTAINER, build_runtime
 from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import CLUSTER, SEED_POOL, running
 
@@ -58,12 +59,12 @@ def wired(make_world: Callable[..., SimulatedWorld]) -> Iterator[tuple[Simulated
     )
     sink = MemoryMetricsSink()
     world.cluster.watch_ec2_client(world.session)  # the simulated kubelets learn of the handler's launches
-    runtime = lambda_handler.build_runtime(
+    runtime = build_runtime(
         settings, session=world.session, kube_endpoint=world.cluster.emulator.url, clock=world.time, sink=sink
     )
-    lambda_handler.configure(runtime)
+    CONTAINER.install(runtime)
     yield world, sink
-    lambda_handler.configure(None)
+    CONTAINER.install(None)
 
 
 def test_the_handler_provisions_pending_pods_and_stops_once_its_nodes_are_initialized(
@@ -87,6 +88,6 @@ def test_the_handler_provisions_pending_pods_and_stops_once_its_nodes_are_initia
 def test_the_runtime_reads_the_cluster_config_from_ssm(
     wired: tuple[SimulatedWorld, MemoryMetricsSink],
 ) -> None:
-    runtime = lambda_handler.runtime()
+    runtime = CONTAINER.get()
     assert [p.name for p in runtime.config.node_pools] == ["default"]
     assert "kind: Provisioner" in runtime.config_text or "NodePool" in runtime.config_text

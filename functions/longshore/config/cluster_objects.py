@@ -1,10 +1,12 @@
 """NodePools and EC2NodeClasses from the cluster, merged with the deployed config by `spec.poolSource`.
 
 Rules:
-- Sources (`Cluster.spec.poolSource`): `config` uses only the deployed config (the SSM parameter, from
-  `clusters/NAME.yaml`); `cluster` uses only the `karpenter.sh` / `karpenter.k8s.aws` objects in the cluster;
-  `both` (the default) uses both, and an object in the cluster wins over a config document of the same kind
-  and name (GitOps is the live source; the config entry it replaces is reported in `MergedConfig.shadowed`).
+- Sources (`Cluster.spec.poolSource`): `config` (the default, and what a config without a Cluster document
+  gets) uses only the deployed config (the SSM parameter, from `clusters/NAME.yaml`); `cluster` uses only the
+  `karpenter.sh` / `karpenter.k8s.aws` objects in the cluster; `both` uses both, and an object in the cluster
+  wins over a config document of the same kind and name (GitOps is the live source; the config entry it
+  replaces is reported in `MergedConfig.shadowed`). Reading the cluster is opt-in so that a deployment that
+  keeps its pools in the config makes no call for objects it does not use.
   The Cluster document itself (name, region, settings, interruption) always comes from the config.
 - Every cluster object is validated alone, with the same rules as `longshore validate` (it is loaded through
   `load_cluster_text`), an EC2NodeClass first and then each NodePool against the classes that are valid. An

@@ -102,16 +102,32 @@ class ClaimFlags:
     disrupting: str = ""  # the disruption reason, "" when not being disrupted
 
 
+def _flags_of(previous: Mapping[str, Any] | None) -> ClaimFlags:
+    """The planner's flags as the object shows them (what a writer that does not know them keeps)."""
+    shown = {
+        str(c.get("type")): c
+        for c in ((previous or {}).get("status") or {}).get("conditions") or ()
+        if isinstance(c, Mapping) and c.get("status") == "True"
+    }
+    consolidatable = shown.get("Consolidatable")
+    return ClaimFlags(
+        drifted=str(shown["Drifted"].get("message") or "Drifted") if "Drifted" in shown else "",
+        consolidatable_since=_epoch(consolidatable.get("lastTransitionTime")) if consolidatable else None,
+        disrupting=str(shown["Disrupting"].get("reason") or "Disrupting") if "Disrupting" in shown else "",
+    )
+
+
 def nodeclaim_object(
     claim: NodeClaim,
-    flags: ClaimFlags,
+    flags: ClaimFlags | None,
     previous: Mapping[str, Any] | None,
     now: float,
     *,
     capacity: Mapping[str, str] | None = None,
     allocatable: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The NodeClaim object for a launched claim (see the module rules)."""
+    """The NodeClaim object for a launched claim (see the module rules); `flags` None keeps what it shows."""
+    flags = flags if flags is not None else _flags_of(previous)
     labels = {MANAGED_BY: "longshore", wk.NODEPOOL: claim.nodepool}
     for key, value in (
         (wk.INSTANCE_TYPE, claim.instance_type),

@@ -35,10 +35,10 @@ from longshore.adapters.clock import WallClock
 from longshore.adapters.events.parse import MalformedEventError, parse_event
 from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
 from longshore.core import telemetry
-from longshore.handlers.runtime import Runtime
 from longshore.ports.clock import Clock
 from longshore.ports.metrics import MetricsSink, PutSink, emitting
 from longshore.services.interruption import InterruptionService, MessageOutcome
+from longshore.wiring.runtime import Runtime
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "longshore"))
 tracer = Tracer()

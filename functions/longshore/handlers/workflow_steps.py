@@ -22,8 +22,8 @@ from aws_lambda_powertools import Logger, Metrics
 
 from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
 from longshore.core import telemetry
-from longshore.handlers.runtime import Runtime
 from longshore.ports.metrics import MetricsSink, PutSink, emitting
+from longshore.wiring.runtime import Runtime
 from longshore.workflow.errors import StepInputError
 from longshore.workflow.steps import StepPorts, run_step
 

@@ -114,8 +114,11 @@ class KarpenterObjectSync:
         )
         log.warning("invalid %s not used", verdict.ref, extra={"reason": verdict.message})
 
-    def publish_claims(self, claims: Sequence[NodeClaim], flags: Mapping[str, ClaimFlags]) -> ClaimSync:
-        """Mirror launched claim records as NodeClaim objects (see the module rules)."""
+    def publish_claims(
+        self, claims: Sequence[NodeClaim], flags: Mapping[str, ClaimFlags] | None = None
+    ) -> ClaimSync:
+        """Mirror launched claim records as NodeClaim objects (see the module rules). `flags` None: a writer
+        that does not know the planner's flags (the provisioner) keeps the ones each object shows."""
         now = self._clock.now()
         kind: Kind = "NodeClaim"
         existing = {str((o.get("metadata") or {}).get("name")): o for o in self._objects.list_objects(kind)}
@@ -125,7 +128,8 @@ class KarpenterObjectSync:
             previous = existing.get(claim.id)
             if previous is not None and (previous.get("metadata") or {}).get("deletionTimestamp"):
                 deleting.append(claim.id)
-            wanted = nodeclaim_object(claim, flags.get(claim.id, ClaimFlags()), previous, now)
+            known = None if flags is None else flags.get(claim.id, ClaimFlags())
+            wanted = nodeclaim_object(claim, known, previous, now)
             if previous is None or _differs(previous, wanted):
                 self._objects.apply(kind, wanted)
                 written.append(claim.id)

@@ -18,11 +18,14 @@ the node class's family at `latest`. Parameters are read by exact name with `Get
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any, Final
 
 from longshore.adapters.aws.retry import ClientError
 from longshore.core.model import NodeClass, SelectorTerm
 
+log = logging.getLogger(__name__)
 DEFAULT_OWNERS: Final = ("self", "amazon")
 _ALIAS_FAMILIES: Final = {
     "al2": "AL2",
@@ -193,3 +196,38 @@ class AmiResolver:
                 found[str(image["ImageId"])] = image
         self._images[key] = tuple(found.values())
         return self._images[key]
+
+
+IMAGE_REFRESH_S: Final = 300.0
+
+
+class ResolvedImages:
+    """`ImageResolver` on the launcher's AMI resolver: every image a node class resolves to now (each
+    architecture and accelerator variant), re-read every `IMAGE_REFRESH_S` so a new AMI is seen."""
+
+    VARIANTS = (("x86_64", ""), ("arm64", ""), ("x86_64", "nvidia"), ("x86_64", "neuron"))
+
+    def __init__(
+        self, new_resolver: Callable[[], Any], kubernetes_version: str, now: Callable[[], float]
+    ) -> None:
+        self._new_resolver = new_resolver
+        self._version = kubernetes_version
+        self._now = now
+        self._resolver: Any = None
+        self._fetched_at = 0.0
+
+    def current_images(self, node_class: NodeClass) -> frozenset[str]:
+        if self._resolver is None or self._now() - self._fetched_at > IMAGE_REFRESH_S:
+            self._resolver, self._fetched_at = self._new_resolver(), self._now()
+        found: set[str] = set()
+        for arch, accelerator in self.VARIANTS:
+            try:
+                found.add(self._resolver.resolve(node_class, self._version, arch, accelerator))
+            except (AmiError, LookupError, ValueError):
+                continue
+            except Exception as error:  # an SSM/EC2 error must not stop the pass: no AMI drift this time
+                log.warning(
+                    "cannot resolve current AMIs", extra={"node_class": node_class.name, "error": str(error)}
+                )
+                return frozenset()
+        return frozenset(found)

@@ -149,7 +149,7 @@ class ClusterSpec(StrictModel):
     settings: GlobalSettings = GlobalSettings()
     include: list[str] = []
     manifests: list[dict[str, Any]] = []
-    poolSource: str = "both"
+    poolSource: str = "config"
 
     @field_validator("poolSource")
     @classmethod

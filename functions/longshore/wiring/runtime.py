@@ -13,9 +13,10 @@ module global, which is what makes the wiring once per cold start.
   service and region. IAM and Pricing are `LazyClient`s: the launcher holds one but calls IAM only when it
   must create an instance profile, and the catalog asks Pricing only when its cache is cold.
 - The cluster config is the SSM parameter's YAML read through Powertools parameters: an `SSMProvider` bound
-  to this runtime's SSM client (so moto and other endpoints work), cached `CONFIG_MAX_AGE_S`, then parsed by
-  `config.load_cluster_text`. `read_config_text()` asks again (a cached answer within the max age), which is
-  how the provisioner notices a changed config.
+  to this runtime's SSM client (so moto and other endpoints work), parsed by `config.load_cluster_text`, then
+  merged with the cluster's NodePools and EC2NodeClasses as its `poolSource` says (`config.cluster_objects`;
+  `pool_verdicts` says which objects were used and why not). `refreshed()` reads both again, uncached, and
+  answers a new `Runtime` when either changed: `wiring.container.Container` rebuilds every function on it.
 - Tests and the simulation pass their own `session`, `clock`, `config_text` or `kube_endpoint` (the API
   emulator's loopback URL instead of the EKS endpoint). An injected clock also drives the Kubernetes client's
   retry waits; without one, `adapters.clock.WallClock` and `KubeCluster`'s own wall-clock defaults are used.
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from longshore.core.model import ClusterConfig
     from longshore.services.launch import ClaimLauncher
 
-CONFIG_MAX_AGE_S = 300
+CONFIG_MAX_AGE_S = 0  # read at every invocation: a changed config takes effect at the next one
 PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1 only
 
 
@@ -75,12 +76,14 @@ class Runtime:
         session: Any = None,
         clock: Clock | None = None,
         config_text: str | None = None,
+        cluster_objects: tuple[dict[str, Any], ...] | None = None,
         kube_endpoint: str | None = None,
     ) -> None:
         self.settings = settings
         self._session = session
         self._injected_clock = clock
         self._config_text = config_text
+        self._cluster_objects = cluster_objects
         self._kube_endpoint = kube_endpoint
         self._clients: dict[tuple[str, str], Any] = {}
 
@@ -138,15 +141,65 @@ class Runtime:
         return self._config_text if self._config_text is not None else self.read_config_text()
 
     @cached_property
-    def config(self) -> ClusterConfig:
+    def cluster_objects(self) -> tuple[dict[str, Any], ...]:
+        """The EC2NodeClasses and NodePools in the cluster (none when the config reads pools from itself only)."""
+        if self._cluster_objects is not None:
+            return self._cluster_objects
+        return self._read_cluster_objects()
+
+    def _read_cluster_objects(self) -> tuple[dict[str, Any], ...]:
         from longshore.config import load_cluster_text
 
-        return load_cluster_text(
+        deployed = load_cluster_text(self.config_text, self.config_source, region=self.settings.region)
+        if deployed.pool_source == "config":
+            return ()
+        from longshore.adapters.kube.karpenter import KubeKarpenterObjects
+
+        objects = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep)
+        return (*objects.list_objects("EC2NodeClass"), *objects.list_objects("NodePool"))
+
+    @property
+    def config_source(self) -> str:
+        return f"ssm:{self.settings.config_parameter}"
+
+    @cached_property
+    def _merged(self) -> Any:
+        from longshore.config.cluster_objects import merge_cluster_objects
+
+        return merge_cluster_objects(
             self.config_text,
-            f"ssm:{self.settings.config_parameter}",
+            self.config_source,
+            self.cluster_objects,
             region=self.settings.region,
             cluster_name=self.settings.cluster_name,
         )
+
+    @property
+    def config(self) -> ClusterConfig:
+        config: ClusterConfig = self._merged.config
+        return config
+
+    @property
+    def pool_verdicts(self) -> tuple[Any, ...]:
+        """What the merge said of each cluster object (`core.karpenter_objects.ObjectVerdict`)."""
+        return tuple(self._merged.verdicts)
+
+    def refreshed(self) -> Runtime | None:
+        """A runtime on the config as it is now, or None when neither the parameter nor the objects changed."""
+        text = self.read_config_text()
+        fresh = Runtime(
+            self.settings,
+            session=self._session,
+            clock=self._injected_clock,
+            config_text=text,
+            kube_endpoint=self._kube_endpoint,
+        )
+        fresh._clients = self._clients  # the clients and their connections stay
+        if text == self.config_text and _fingerprint(fresh.cluster_objects) == _fingerprint(
+            self.cluster_objects
+        ):
+            return None
+        return fresh
 
     # -- the claim table ----------------------------------------------------------------------------------
 
@@ -270,3 +323,13 @@ class Runtime:
             self.settings.require("disruption_state_machine_arn"),
             self.settings.rotation_state_machine_arn,
         )
+
+
+def _fingerprint(objects: tuple[dict[str, Any], ...]) -> tuple[tuple[str, str, str], ...]:
+    """What identifies a version of each object: kind, name and resourceVersion (or its spec when it has none)."""
+    out = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        version = str(meta.get("resourceVersion") or repr(obj.get("spec")))
+        out.append((str(obj.get("kind")), str(meta.get("name")), version))
+    return tuple(sorted(out))

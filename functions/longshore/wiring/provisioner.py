@@ -1,0 +1,121 @@
+"""The provisioner function, built from the production adapters (`build_provisioner`), and its container.
+
+What it is made of: the container's `Runtime` gives the cluster config (the SSM parameter merged with the
+cluster's NodePools and EC2NodeClasses), the `KubeCluster`, the DynamoDB claim store, offering availability
+and lease, the EC2 instances, the claim launcher and the priced catalog restricted to the zones the node
+classes have subnets in. All of these are resolved when it is built, so the first invocation's init is what
+`bench/coldstart.py` measures; only IAM and Pricing wait until a launch or a price refresh needs them.
+Karpenter's objects in the cluster are kept in step at the end of every invocation
+(`services.karpenter_sync`): the pools' and classes' status, and a NodeClaim per launched claim.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from longshore.core.catalog import Catalog
+from longshore.core.karpenter_objects import ObjectVerdict, PoolUsage
+from longshore.core.model import ClusterConfig
+from longshore.ports.clock import Clock
+from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.kube import Cluster
+from longshore.ports.metrics import MetricsSink
+from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
+from longshore.services.karpenter_sync import KarpenterObjectSync
+from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
+from longshore.wiring.container import Container
+from longshore.wiring.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ProvisionerRuntime:
+    """Everything one container needs to run provisioner passes (built once, reused by warm invocations)."""
+
+    config: ClusterConfig
+    cluster: Cluster
+    store: ClaimStore
+    offerings: OfferingAvailability
+    lease: Lease
+    launcher: Launcher
+    instances: Instances
+    catalog: Callable[[], Catalog]
+    clock: Clock
+    metrics: MetricsSink
+    config_text: str = ""
+    karpenter: KarpenterObjectSync | None = None
+    verdicts: tuple[ObjectVerdict, ...] = field(default=())
+
+    def service(self, owner: str) -> ProvisionerService:
+        return ProvisionerService(
+            cluster=self.cluster,
+            store=self.store,
+            offerings=self.offerings,
+            lease=self.lease,
+            launcher=self.launcher,
+            instances=self.instances,
+            catalog=self.catalog,
+            config=self.config,
+            clock=self.clock,
+            metrics=self.metrics,
+            owner=owner,
+            settings=ProvisionerSettings.from_config(self.config),
+        )
+
+    def publish_objects(self) -> None:
+        """Karpenter's objects in step with this invocation's view (a failure is logged, never raised)."""
+        if self.karpenter is None:
+            return
+        try:
+            claims = self.store.list()
+            usage: dict[str, PoolUsage] = {}
+            for claim in claims:
+                if claim.state in ("launched", "registered", "initialized"):
+                    seen = usage.get(claim.nodepool, PoolUsage())
+                    usage[claim.nodepool] = PoolUsage(seen.nodes + 1, seen.cpu_millis, seen.memory_bytes)
+            self.karpenter.publish_pools(self.verdicts, usage)
+            self.karpenter.publish_claims(claims)
+        except Exception as error:  # the next invocation writes them again
+            log.warning("could not update Karpenter's objects", extra={"error": str(error)})
+
+
+def build_provisioner(runtime: Runtime, sink: MetricsSink | None = None) -> ProvisionerRuntime:
+    """Wire the production adapters of one container (`sink`: where metrics go; default EMF via Powertools)."""
+    from longshore.adapters.kube.karpenter import KubeKarpenterObjects
+
+    if sink is None:
+        from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
+        from longshore.wiring.observability import metrics
+
+        sink = PowertoolsMetricsSink(metrics)
+    cluster = runtime.kube_cluster()
+    return ProvisionerRuntime(
+        config=runtime.config,
+        cluster=cluster,
+        store=runtime.claims,
+        offerings=runtime.offerings,
+        lease=runtime.lease,
+        launcher=runtime.launcher,
+        instances=runtime.instances,
+        catalog=runtime.catalog_loader(runtime.subnet_zones),
+        clock=runtime.clock,
+        metrics=sink,
+        config_text=runtime.config_text,
+        karpenter=KarpenterObjectSync(
+            KubeKarpenterObjects(runtime.kube_api, sleep=runtime.clock.sleep), cluster, runtime.clock
+        ),
+        verdicts=runtime.pool_verdicts,
+    )
+
+
+def build_runtime(settings: Any, **options: Any) -> ProvisionerRuntime:
+    """The provisioner of a `Runtime(settings, **options)` (tests: moto and the API emulator)."""
+    sink = options.pop("sink", None)
+    return build_provisioner(Runtime(settings, **options), sink)
+
+
+CONTAINER: Container[ProvisionerRuntime] = Container(build_provisioner)

@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from longshore.core.commands import DisruptionCommand
 from longshore.adapters.aws.amis import ResolvedImages
+from longshore.core.commands import DisruptionCommand
 from longshore.handlers import planner as planner_handler
 from longshore.wiring import planner as planner_wiring
 from longshore.wiring.planner import StepFunctionsSurgeWorkflow

@@ -9,7 +9,7 @@ leaves out. Where the dialects mean different things the model says so explicitl
   expires; v1beta1 and v1 default to 720h.
 * emptiness: v1alpha5 `ttlSecondsAfterEmpty: N` is `WhenEmpty` + `consolidateAfter N`; `consolidation.enabled`
   is `WhenEmptyOrUnderutilized` after 0s; neither means nothing removes empty nodes (`WhenEmpty`, Never).
-  v1beta1 `WhenUnderutilized` is `WhenEmptyOrUnderutilized` after 0s.
+  v1beta1 `WhenUnderutilized` is `WhenEmptyOrUnderutilized` after 0s (after Never with `consolidateAfter: Never`).
 * kubelet settings stay where the dialect put them: on the pool (v1alpha5, v1beta1) or the class (v1);
   `NodePool.effective_kubelet` resolves them.
 * v1alpha5 selectors (maps) become selector terms; an AMI family without an AMI selector becomes the family's
@@ -306,7 +306,8 @@ def pool_from_v1beta1(doc: v1.NodePoolV1beta1, origin: Origin) -> NodePool:
     disruption = spec.disruption
     if disruption.consolidationPolicy == "WhenUnderutilized":
         policy: ConsolidationPolicy = "WhenEmptyOrUnderutilized"
-        after: int | None = 0
+        # `consolidateAfter: Never` is the one value v1beta1 allows here: it turns consolidation off.
+        after: int | None = None if disruption.consolidateAfter == "Never" else 0
     else:
         policy, after = "WhenEmpty", parse_duration(disruption.consolidateAfter)
     return NodePool(
@@ -393,7 +394,7 @@ def node_class_from_ec2nodeclass(
         ip_prefix_count=v1_spec.ipPrefixCount if v1_spec else None,
         connection_tracking=pairs(
             {
-                k: v
+                k: str(v)
                 for k, v in (
                     v1_spec.connectionTracking.model_dump() if v1_spec and v1_spec.connectionTracking else {}
                 ).items()

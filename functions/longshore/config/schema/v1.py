@@ -15,8 +15,9 @@ aws `pkg/apis/v1/ec2nodeclass.go`) are model validators that report every violat
 from __future__ import annotations
 
 import re
+import typing
 
-from pydantic import field_validator, model_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
 from longshore.config.schema.base import (
     BudgetV1,
@@ -28,8 +29,10 @@ from longshore.config.schema.base import (
     Requirement,
     StrictModel,
     Taint,
+    check_distinct_taints,
     check_hms_duration,
     check_pool_labels,
+    dialect_of,
     raise_all,
 )
 from longshore.config.schema.ec2 import (
@@ -48,8 +51,8 @@ class TemplateMetadata(StrictModel):
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        return check_pool_labels(labels)
+    def _labels(cls, labels: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return check_pool_labels(labels, dialect_of(info))
 
 
 class NodeClassRefV1beta1(StrictModel):
@@ -98,6 +101,11 @@ class _TemplateSpecBase(StrictModel):
         if len(requirements) > 100:
             raise ValueError(f"at most 100 requirements are allowed, got {len(requirements)}")
         return requirements
+
+    @model_validator(mode="after")
+    def _distinct_taints(self) -> _TemplateSpecBase:
+        raise_all(check_distinct_taints(self.taints, self.startupTaints))
+        return self
 
 
 class TemplateSpecV1beta1(_TemplateSpecBase):
@@ -166,10 +174,10 @@ class DisruptionV1beta1(StrictModel):
 
     @model_validator(mode="after")
     def _rules(self) -> DisruptionV1beta1:
-        if self.consolidationPolicy == "WhenUnderutilized" and self.consolidateAfter is not None:
+        if self.consolidationPolicy == "WhenUnderutilized" and self.consolidateAfter not in (None, "Never"):
             raise FieldRuleError(
                 "consolidateAfter cannot be combined with consolidationPolicy WhenUnderutilized "
-                "(in karpenter.sh/v1beta1 it only applies to WhenEmpty)",
+                "(in karpenter.sh/v1beta1 it only applies to WhenEmpty; 'Never' turns consolidation off)",
                 at=("consolidateAfter",),
                 value=self.consolidateAfter,
             )
@@ -252,10 +260,24 @@ class NodePoolSpecV1(StrictModel):
 
     @model_validator(mode="after")
     def _static(self) -> NodePoolSpecV1:
-        if self.replicas is not None and self.weight is not None:
-            raise FieldRuleError(
-                "a static NodePool (replicas) cannot have a weight", at=("weight",), value=self.weight
+        if self.replicas is None:
+            return self
+        issues = [
+            FieldRuleError(
+                f"a static NodePool (replicas) only takes limits.nodes, not limits.{resource!r}",
+                at=("limits", resource),
+                value=resource,
             )
+            for resource in self.limits
+            if resource != "nodes"
+        ]
+        if self.weight is not None:
+            issues.append(
+                FieldRuleError(
+                    "a static NodePool (replicas) cannot have a weight", at=("weight",), value=self.weight
+                )
+            )
+        raise_all(issues)
         return self
 
 
@@ -295,11 +317,34 @@ def _check_term_tags(tags: dict[str, str]) -> dict[str, str]:
     for key, value in tags.items():
         if not key or not value:
             raise FieldRuleError("empty tag keys or values are not supported", at=(key,), value=value)
+    if len(tags) > 20:
+        raise ValueError(f"a selector term matches at most 20 tags, got {len(tags)}")
     return tags
 
 
+def _check_id(value: str | None, pattern: re.Pattern[str], example: str) -> str | None:
+    """An EC2 id the CRD constrains with a pattern (`subnet-…`, `sg-…`, `ami-…`, `cr-…`, `pg-…`)."""
+    if value is not None and not pattern.search(value):
+        raise ValueError(f"{value!r} is not a valid id (expected the form {example})")
+    return value
+
+
+_SUBNET_ID = re.compile(r"subnet-[0-9a-z]+")
+_SG_ID = re.compile(r"sg-[0-9a-z]+")
+_AMI_ID = re.compile(r"ami-[0-9a-z]+")
+_CR_ID = re.compile(r"^cr-[0-9a-z]+$")
+_PG_ID = re.compile(r"^pg-[0-9a-z]+$")
+_ACCOUNT_ID = re.compile(r"^[0-9]{12}$")
+
+
 class _Term(StrictModel):
-    """A selector term: set fields are ANDed; at least one must be set; `id` cannot be combined."""
+    """A selector term: set fields are ANDed; at least one must be set; `id` cannot be combined.
+
+    `QUALIFIERS` narrow a term but cannot select on their own (an AMI `owner`, a reservation `ownerID`).
+    """
+
+    QUALIFIERS: typing.ClassVar[tuple[str, ...]] = ()
+    EXCLUSIVE: typing.ClassVar[tuple[str, ...]] = ("id", "alias")
 
     tags: dict[str, str] = {}
 
@@ -314,11 +359,10 @@ class _Term(StrictModel):
     @model_validator(mode="after")
     def _shape(self) -> _Term:
         names = self.set_fields()
-        if not names:
-            raise FieldRuleError(
-                f"a selector term needs at least one of {', '.join(type(self).model_fields)}"
-            )
-        for exclusive in ("id", "alias"):
+        selectors = [name for name in type(self).model_fields if name not in self.QUALIFIERS]
+        if not any(name in selectors for name in names):
+            raise FieldRuleError(f"a selector term needs at least one of {', '.join(selectors)}")
+        for exclusive in self.EXCLUSIVE:
             if exclusive in names and len(names) > 1:
                 others = ", ".join(n for n in names if n != exclusive)
                 raise FieldRuleError(
@@ -332,16 +376,35 @@ class _Term(StrictModel):
 class SubnetTerm(_Term):
     id: str | None = None
 
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return _check_id(value, _SUBNET_ID, "subnet-0123456789abcdef0")
+
 
 class SecurityGroupTerm(_Term):
+    EXCLUSIVE = ("id", "name")
+
     id: str | None = None
     name: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return _check_id(value, _SG_ID, "sg-0123456789abcdef0")
 
 
 class AMITermV1beta1(_Term):
+    QUALIFIERS = ("owner",)
+
     id: str | None = None
     name: str | None = None
     owner: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return _check_id(value, _AMI_ID, "ami-0123456789abcdef0")
 
 
 class AMITermV1(AMITermV1beta1):
@@ -353,6 +416,8 @@ class AMITermV1(AMITermV1beta1):
     def _alias(cls, alias: str | None) -> str | None:
         if alias is None:
             return None
+        if len(alias) > 30:
+            raise ValueError(f"alias {alias!r} is longer than 30 characters")
         match = _ALIAS.match(alias)
         if match is None:
             raise ValueError(f"alias {alias!r} must have the form family@version, e.g. al2023@latest")
@@ -365,14 +430,47 @@ class AMITermV1(AMITermV1beta1):
 
 
 class CapacityReservationTerm(_Term):
+    QUALIFIERS = ("ownerID",)
+
     id: str | None = None
     ownerID: str | None = None
     instanceMatchCriteria: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return _check_id(value, _CR_ID, "cr-0123456789abcdef0")
+
+    @field_validator("ownerID")
+    @classmethod
+    def _owner(cls, value: str | None) -> str | None:
+        if value is not None and not _ACCOUNT_ID.match(value):
+            raise ValueError(f"ownerID {value!r} is not a 12-digit AWS account id")
+        return value
+
+    @field_validator("instanceMatchCriteria")
+    @classmethod
+    def _criteria(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("open", "targeted"):
+            raise ValueError(f"instanceMatchCriteria {value!r} is not one of open, targeted")
+        return value
 
 
 class PlacementGroupSelector(StrictModel):
     name: str | None = None
     id: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return _check_id(value, _PG_ID, "pg-0123456789abcdef0")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not value:
+            raise ValueError("placementGroupSelector name must not be empty")
+        return value
 
     @model_validator(mode="after")
     def _one(self) -> PlacementGroupSelector:
@@ -384,7 +482,14 @@ class PlacementGroupSelector(StrictModel):
 class NetworkInterface(StrictModel):
     networkCardIndex: int
     deviceIndex: int
-    interfaceType: str = "interface"
+    interfaceType: str
+
+    @field_validator("networkCardIndex", "deviceIndex")
+    @classmethod
+    def _index(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"must not be negative, got {value}")
+        return value
 
     @field_validator("interfaceType")
     @classmethod
@@ -394,15 +499,89 @@ class NetworkInterface(StrictModel):
         return value
 
 
+def _network_interface_rules(interfaces: list[NetworkInterface]) -> list[FieldRuleError]:
+    """The CRD's list rules: a primary ENA interface at card 0 / device 0, no (card, device) pair twice, at most
+    one efa-only interface per card (aws `pkg/apis/v1/ec2nodeclass.go`)."""
+    if not interfaces:
+        return []
+    issues: list[FieldRuleError] = []
+    if not any(
+        (n.networkCardIndex, n.deviceIndex, n.interfaceType) == (0, 0, "interface") for n in interfaces
+    ):
+        issues.append(
+            FieldRuleError(
+                "networkInterfaces must include a primary interface (networkCardIndex 0, deviceIndex 0, "
+                "interfaceType interface)",
+                at=("networkInterfaces",),
+            )
+        )
+    pairs_seen: set[tuple[int, int]] = set()
+    efa_cards: set[int] = set()
+    for index, item in enumerate(interfaces):
+        pair = (item.networkCardIndex, item.deviceIndex)
+        if pair in pairs_seen:
+            issues.append(
+                FieldRuleError(
+                    f"networkCardIndex {pair[0]} / deviceIndex {pair[1]} appears twice",
+                    at=("networkInterfaces", index, "deviceIndex"),
+                    value=item.deviceIndex,
+                )
+            )
+        if item.interfaceType == "efa-only" and item.networkCardIndex in efa_cards:
+            issues.append(
+                FieldRuleError(
+                    f"network card {item.networkCardIndex} has more than one efa-only interface",
+                    at=("networkInterfaces", index, "interfaceType"),
+                    value=item.interfaceType,
+                )
+            )
+        pairs_seen.add(pair)
+        if item.interfaceType == "efa-only":
+            efa_cards.add(item.networkCardIndex)
+    return issues
+
+
+#: Connection tracking timeouts, in seconds: (minimum, maximum) as the CRD bounds them.
+CONNECTION_TRACKING_BOUNDS = {
+    "tcpEstablishedTimeout": (60, 432000),
+    "udpStreamTimeout": (60, 180),
+    "udpTimeout": (30, 60),
+}
+
+
 class ConnectionTracking(StrictModel):
-    tcpEstablishedTimeout: str | None = None
-    udpStreamTimeout: str | None = None
-    udpTimeout: str | None = None
+    """Idle connection-tracking timeouts on the ENIs Karpenter creates, as whole seconds."""
+
+    tcpEstablishedTimeout: int | None = None
+    udpStreamTimeout: int | None = None
+    udpTimeout: int | None = None
+
+    @field_validator("tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout")
+    @classmethod
+    def _bounds(cls, value: int | None, info: ValidationInfo) -> int | None:
+        low, high = CONNECTION_TRACKING_BOUNDS[str(info.field_name)]
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"{info.field_name} must be between {low} and {high} seconds, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _some(self) -> ConnectionTracking:
+        if self.tcpEstablishedTimeout is None and self.udpStreamTimeout is None and self.udpTimeout is None:
+            raise FieldRuleError(
+                "connectionTracking needs at least one of " + ", ".join(CONNECTION_TRACKING_BOUNDS)
+            )
+        return self
 
 
 class CPUOptions(StrictModel):
-    coreCount: int | None = None
-    threadsPerCore: int | None = None
+    nestedVirtualization: str | None = None
+
+    @field_validator("nestedVirtualization")
+    @classmethod
+    def _nested(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("enabled", "disabled"):
+            raise ValueError(f"nestedVirtualization {value!r} is not one of enabled, disabled")
+        return value
 
 
 def _terms_required(terms: list[_Term], name: str) -> list[FieldRuleError]:
@@ -463,6 +642,9 @@ class EC2NodeClassSpecV1beta1(StrictModel):
             )
         if self.role is None and self.instanceProfile is None:
             issues.append(FieldRuleError("one of role, instanceProfile is required", at=("role",)))
+        for name in ("role", "instanceProfile"):
+            if getattr(self, name) == "":
+                issues.append(FieldRuleError(f"{name} cannot be empty", at=(name,), value=""))
         roots = [index for index, mapping in enumerate(self.blockDeviceMappings) if mapping.rootVolume]
         if len(roots) > 1:
             issues.append(
@@ -541,6 +723,7 @@ class EC2NodeClassSpecV1(EC2NodeClassSpecV1beta1):
             )
         if self.ipPrefixCount is not None and self.ipPrefixCount < 0:
             issues.append(FieldRuleError("ipPrefixCount must not be negative", at=("ipPrefixCount",)))
+        issues += _network_interface_rules(self.networkInterfaces)
         raise_all(issues)
         return self
 

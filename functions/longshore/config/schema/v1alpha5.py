@@ -176,7 +176,7 @@ class ProvisionerSpec(StrictModel):
     @field_validator("labels")
     @classmethod
     def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        return check_pool_labels(labels)
+        return check_pool_labels(labels, "v1alpha5")
 
     @field_validator("ttlSecondsAfterEmpty", "ttlSecondsUntilExpired")
     @classmethod

@@ -1,0 +1,3 @@
+"""Placeholder; filled below."""
+
+CASES: list[object] = []

@@ -9,8 +9,9 @@ property the test is named for instead (same node, different zones, label values
 Expectations (all optional): `scheduled` / `unschedulable` (pod names, or "all"); `claims` (new nodes);
 `same_node` / `different_nodes` (groups of pods); `labels` ({pod: {key: want}}, the node the pod lands on
 carries it; see `_label_matches`); `not_labels` ({pod: {key: [values]}}); `on_node` ({pod: existing node});
-`skew` ((topology key, pods, max)) the spread of those pods over that key's values; `domains` ((key, pods,
-count)) how many distinct values they use; `types` ({pod: predicate name}) every fallback type of the claim.
+`skew` ((topology key, pods, max)) the spread of those pods over that key's values; `counts` ((key, pods,
+[n, ...])) pods per value, as upstream's `ExpectSkew(...).To(ConsistOf(...))` (pods "app=web" also counts the
+bound pods labelled so); `domains` ((key, pods, count)) how many distinct values they use; `types` ({pod: predicate name}) every fallback type of the claim.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -100,14 +102,16 @@ def case(source: Source, it: str, *, pools: list[dict[str, Any]] | None = None, 
 
 
 def _taints(items: list[dict[str, str]]) -> tuple[Taint, ...]:
-    return tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in items)  # type: ignore[arg-type]
+    return tuple(Taint(key=t["key"], effect=t["effect"], value=t.get("value", "")) for t in items)  # type: ignore[arg-type]
 
 
 def _node(spec: dict[str, Any]) -> ExistingNode:
     options = dict(spec)
     options["pods"] = [pod_from_manifest(p) for p in options.get("pods", ())]
     options["taints"] = _taints(options.get("taints", []))
-    return build_node(options.pop("name"), **options)
+    deleting = options.pop("deleting", False)
+    startup = _taints(options.pop("startup_taints", []))
+    return replace(build_node(options.pop("name"), **options), deleting=deleting, startup_taints=startup)
 
 
 def build(data: dict[str, Any]) -> SchedulingInput:
@@ -152,11 +156,28 @@ def node_labels(inp: SchedulingInput, plan: Plan) -> dict[str, dict[str, str]]:
     return found
 
 
-def _names(value: Any, every: list[str]) -> list[str]:
+def _names(value: Any, every: list[str], inp: SchedulingInput | None = None) -> list[str]:
+    if isinstance(value, str) and "=" in value and inp is not None:  # "app=web": the pending pods labelled so
+        key, _, wanted = value.partition("=")
+        return [p.name for p in inp.pods if dict(p.labels).get(key) == wanted]
     return every if value == "all" else list(value)
 
 
 PREDICATES: dict[str, Callable[[Any], bool]] = {}
+
+
+def _existing_counts(inp: SchedulingInput, key: str, group: Any) -> Counter[str | None]:
+    """Bound pods (on existing nodes) that a `counts` expectation includes: those carrying label `app=<group>`
+    when `group` is such a selector string ("app=web"), else none."""
+    if not isinstance(group, str) or "=" not in group:
+        return Counter()
+    name, _, value = group.partition("=")
+    return Counter(
+        dict(n.labels).get(key)
+        for n in (*inp.nodes, *inp.in_flight)
+        for p in n.pods
+        if p.namespace == NS and dict(p.labels).get(name) == value
+    )
 
 
 def _label_matches(got: str | None, want: Any) -> bool:
@@ -207,6 +228,12 @@ def check(expect: dict[str, Any], inp: SchedulingInput, plan: Plan) -> None:
         domains = expect.get("skew_domains", {}).get(key) or list(counts)
         values = [counts.get(d, 0) for d in domains]
         assert values and max(values) - min(values) <= most, f"skew over {key}: {dict(counts)}; {summary}"
+    for key, group, wanted in expect.get("counts", ()):
+        counts = Counter(labels[where[n]].get(key) for n in _names(group, every, inp) if n in where)
+        counts.update(_existing_counts(inp, key, group))
+        assert sorted(counts.values()) == sorted(wanted), (
+            f"pods per {key}: {dict(counts)}, want {wanted}; {summary}"
+        )
     for key, group, count in expect.get("domains", ()):
         used = {labels[where[n]].get(key) for n in group if n in where}
         assert len(used) == count, (

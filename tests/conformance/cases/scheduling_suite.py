@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from tests.builders import expr, node_affinity
 from tests.conformance.model import CORE, Source
-from tests.conformance.scheduling import case, pod, pool
+from tests.conformance.scheduling import case as _case
+from tests.conformance.scheduling import node, pod, pods
+from tests.conformance.scheduling import pool as _pool
 
 SRC = Source(CORE, "pkg/controllers/provisioning/scheduling/suite_test.go")
 Z1, Z2, Z3 = "us-east-1a", "us-east-1b", "us-east-1c"
@@ -28,6 +30,16 @@ KEY = "test-key"
 
 def req(key: str, op: str, *values: str) -> dict[str, object]:
     return expr(key, op, *values)
+
+
+def pool(name: str = "default", **spec: object) -> dict[str, object]:
+    """The suite's NodePool: every capacity type allowed, plus what the test adds."""
+    extra = list(spec.pop("requirements", []))  # type: ignore[call-overload]
+    return _pool(name, requirements=[req(CT, "In", "spot", "on-demand", "reserved"), *extra], **spec)
+
+
+def case(source: Source, it: str, *, pools: list[dict[str, object]] | None = None, **data: object) -> object:
+    return _case(source, it, pools=pools if pools is not None else [pool()], **data)
 
 
 def needs(*exprs: dict[str, object], prefer: list[dict[str, object]] | None = None) -> dict[str, object]:
@@ -502,5 +514,372 @@ CASES = [
         "Provider Specific Labels: should schedule without optional labels if disallowed",
         affinity=needs(req(GPU_NAME, "DoesNotExist")),
         expect={**OK, "labels": {"p": {GPU_NAME: None}}},
+    ),
+    # --- Binpacking ---------------------------------------------------------------------------------------
+    one(
+        "Binpacking: should schedule a small pod on the smallest instance",
+        memory="100M",
+        expect={**OK, "labels": {"p": {CPU: "<3"}}},
+    ),
+    one(
+        "Binpacking: should schedule a small pod on the smallest possible instance type",
+        memory="2000M",
+        expect={**OK, "labels": {"p": {CPU: "<3"}}},
+    ),
+    one(
+        "Binpacking: should take pod runtime class into consideration",
+        cpu="1",
+        manifest={"spec": {"overhead": {"cpu": "2"}}},  # what admission copies from the RuntimeClass
+        expect={**OK, "labels": {"p": {CPU: ">2"}}},
+    ),
+    case(
+        SRC,
+        "Binpacking: should schedule multiple small pods on the smallest possible instance type",
+        pods=pods("small", 5, memory="10M"),
+        expect={**OK, "labels": {f"small-{i}": {CPU: "<3"} for i in range(5)}},
+    ),
+    case(
+        SRC,
+        "Binpacking: should create new nodes when a node is at capacity",
+        pools=[pool(requirements=[req(IT, "In", "m5.large")])],
+        pods=pods("big", 40, memory="1.8G", node_selector={ARCH: "amd64"}),
+        # an m5.large holds four 1.8G pods (upstream's fake type holds two): ten nodes, no more
+        expect={**OK, "claims": 10},
+    ),
+    case(
+        SRC,
+        "Binpacking: should pack small and large pods together",
+        pools=[pool(requirements=[req(IT, "In", "m5.large")])],
+        pods=[
+            *pods("large", 28, memory="2G", node_selector={ARCH: "amd64"}),
+            *pods("small", 14, memory="400M", node_selector={ARCH: "amd64"}),
+        ],
+        # at most three 2G pods fit an m5.large, so 10 nodes are needed for the large pods and the small ones fit
+        # beside them (upstream: the small pods add no node)
+        expect={**OK, "claims": 10},
+    ),
+    case(
+        SRC,
+        "Binpacking: should pack nodes tightly",
+        pools=[pool(requirements=[req(IT, "In", "m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge")])],
+        pods=[pod("big", cpu="7.5"), pod("small", cpu="1")],
+        expect={**OK, "claims": 2, "labels": {"big": {IT: "m5.2xlarge"}, "small": {IT: "m5.large"}}},
+    ),
+    one(
+        "Binpacking: should handle zero-quantity resource requests",
+        extra_requests={"foo.com/weird-resources": "0"},
+        expect=OK,
+    ),
+    one(
+        "Binpacking: should not schedule pods that exceed every instance type's capacity",
+        memory="64Ti",
+        expect=NO,
+    ),
+    case(
+        SRC,
+        "Binpacking: should create new nodes when a node is at capacity due to pod limits per node",
+        pools=[pool(requirements=[req(IT, "In", "t3.nano")])],  # 4 pods per node (2 ENIs x 2 IPs)
+        pods=pods("tiny", 25, cpu="1m", memory="1m", node_selector={ARCH: "amd64"}),
+        expect={**OK, "claims": 7},
+    ),
+    one(
+        "Binpacking: should take into account initContainer resource requests when binpacking",
+        cpu="1",
+        manifest={
+            "spec": {
+                "initContainers": [
+                    {"name": "init", "image": "pause", "resources": {"requests": {"cpu": "6"}}}
+                ]
+            }
+        },
+        expect={**OK, "labels": {"p": {CPU: ">6"}}},
+    ),
+    one(
+        "Binpacking: should not schedule pods when initContainer resource requests are greater than available instance types",
+        manifest={
+            "spec": {
+                "initContainers": [
+                    {"name": "init", "image": "pause", "resources": {"requests": {"cpu": "2000"}}}
+                ]
+            }
+        },
+        expect=NO,
+    ),
+    # --- In-Flight Nodes --------------------------------------------------------------------------------------
+    case(
+        SRC,
+        "In-Flight Nodes: should not launch a second node if there is an in-flight node that can support the pod",
+        nodes=[node("inflight", in_flight=True, initialized=False, zone=Z2)],
+        pods=[pod("second", cpu="10m")],
+        expect={**OK, "claims": 0, "on_node": {"second": "inflight"}},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: should not launch a second node if there is an in-flight node that can support the pod (node selectors)",
+        nodes=[node("inflight", in_flight=True, initialized=False, zone=Z2)],
+        pods=[
+            pod("second", cpu="10m", affinity=needs(req(ZONE, "In", Z1, Z2))),
+            pod("third", cpu="10m", affinity=needs(req(ZONE, "In", Z1, Z3))),
+        ],
+        expect={**OK, "on_node": {"second": "inflight"}, "different_nodes": [["second", "third"]]},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: should launch a second node if a pod won't fit on the existingNodes node",
+        nodes=[
+            node(
+                "inflight",
+                in_flight=True,
+                initialized=False,
+                allocatable={"cpu": "2", "memory": "4Gi", "pods": "10"},
+                pods=[pod("first", cpu="1001m", node_name="inflight")],
+            )
+        ],
+        pods=[pod("second", cpu="1")],
+        expect={**OK, "claims": 1},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: should launch a second node if a pod isn't compatible with the existingNodes node (node selector)",
+        nodes=[node("inflight", in_flight=True, initialized=False)],
+        pods=[pod("second", node_selector={ARCH: "arm64"})],
+        expect={**OK, "claims": 1, "labels": {"second": {ARCH: "arm64"}}},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: should launch a second node if an in-flight node is terminating",
+        nodes=[node("inflight", in_flight=True, initialized=False, deleting=True)],
+        pods=[pod("second", cpu="10m")],
+        expect={**OK, "claims": 1},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Topology: should balance pods across zones with in-flight nodes",
+        pools=[pool(requirements=[req(ZONE, "In", Z1, Z2, Z3)])],
+        nodes=[
+            node(
+                f"inflight-{z}",
+                in_flight=True,
+                initialized=False,
+                zone=z,
+                pods=[
+                    pod(f"old-{z}-{i}", labels={"foo": "bar"}, node_name=f"inflight-{z}") for i in range(n)
+                ],
+            )
+            for z, n in ((Z1, 1), (Z2, 1), (Z3, 2))
+        ],
+        pods=pods(
+            "new",
+            5,
+            labels={"foo": "bar"},
+            spread=[
+                {
+                    "maxSkew": 1,
+                    "topologyKey": ZONE,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"foo": "bar"}},
+                }
+            ],
+        ),
+        expect={**OK, "claims": 0, "counts": [(ZONE, "foo=bar", [3, 3, 3])]},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Topology: should balance pods across hostnames with in-flight nodes",
+        nodes=[
+            node(
+                f"inflight-{i}",
+                in_flight=True,
+                initialized=False,
+                pods=[pod(f"old-{i}", labels={"foo": "bar"}, node_name=f"inflight-{i}")],
+            )
+            for i in range(4)
+        ],
+        pods=pods(
+            "new",
+            5,
+            labels={"foo": "bar"},
+            spread=[
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "kubernetes.io/hostname",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"foo": "bar"}},
+                }
+            ],
+        ),
+        expect={**OK, "claims": 5, "counts": [("kubernetes.io/hostname", "foo=bar", [1] * 9)]},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Taints: should assume pod will schedule to a tainted node with no taints",
+        nodes=[
+            node(
+                "inflight",
+                in_flight=True,
+                initialized=False,
+                allocatable={"cpu": "8", "memory": "32Gi", "pods": "110"},
+            )
+        ],
+        pods=[pod("second")],
+        expect={**OK, "on_node": {"second": "inflight"}},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Taints: should assume pod will schedule to a node with ephemeral taint node.kubernetes.io/not-ready:NoExecute when the node is uninitialized",
+        nodes=[
+            node(
+                "inflight",
+                in_flight=True,
+                initialized=False,
+                taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}],
+            )
+        ],
+        pods=[pod("second")],
+        expect={**OK, "on_node": {"second": "inflight"}},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Taints: should not assume pod will schedule to a tainted node",
+        nodes=[
+            node(
+                "tainted",
+                labels={"karpenter.sh/initialized": "true"},
+                taints=[{"key": "foo.com/taint", "value": "tainted", "effect": "NoSchedule"}],
+            )
+        ],
+        pods=[pod("second")],
+        expect={**OK, "claims": 1},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Taints: should assume pod will schedule to a tainted node with a custom startup taint",
+        pools=[pool(startupTaints=[{"key": "foo.com/taint", "value": "tainted", "effect": "NoSchedule"}])],
+        nodes=[
+            node(
+                "inflight",
+                in_flight=True,
+                initialized=False,
+                taints=[{"key": "foo.com/taint", "value": "tainted", "effect": "NoSchedule"}],
+                startup_taints=[{"key": "foo.com/taint", "value": "tainted", "effect": "NoSchedule"}],
+            )
+        ],
+        pods=[pod("second")],
+        expect={**OK, "on_node": {"second": "inflight"}},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Taints: should not assume pod will schedule to a node with startup taints after initialization",
+        pools=[
+            pool(startupTaints=[{"key": "ignore-me", "value": "nothing-to-see-here", "effect": "NoSchedule"}])
+        ],
+        nodes=[
+            node(
+                "ready",
+                labels={"karpenter.sh/initialized": "true"},
+                taints=[{"key": "ignore-me", "value": "nothing-to-see-here", "effect": "NoSchedule"}],
+            )
+        ],
+        pods=[pod("second")],
+        expect={**OK, "claims": 1},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: Taints: should consider a tainted NotReady node as in-flight even if initialized",
+        nodes=[
+            node(
+                "notready",
+                in_flight=True,
+                labels={"karpenter.sh/initialized": "true"},
+                taints=[
+                    {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+                    {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+                    {
+                        "key": "node.cloudprovider.kubernetes.io/uninitialized",
+                        "value": "true",
+                        "effect": "NoSchedule",
+                    },
+                ],
+            )
+        ],
+        pods=[pod("second")],
+        expect={**OK, "on_node": {"second": "notready"}},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: should pack in-flight nodes before launching new nodes",
+        nodes=[
+            node(
+                f"inflight-{i}",
+                in_flight=True,
+                initialized=False,
+                allocatable={"cpu": "2", "memory": "8Gi", "pods": "110"},
+            )
+            for i in range(2)
+        ],
+        pods=pods("web", 4, cpu="900m"),
+        expect={**OK, "claims": 0},
+    ),
+    case(
+        SRC,
+        "In-Flight Nodes: should schedule pods with the same host port to different nodes",
+        pods=[pod("a", host_ports=[8080]), pod("b", host_ports=[8080])],
+        expect={**OK, "different_nodes": [["a", "b"]]},
+    ),
+    # --- Existing Nodes ---------------------------------------------------------------------------------------
+    case(
+        SRC,
+        "Existing Nodes: should schedule a pod to an existing node unowned by Karpenter",
+        nodes=[node("unowned", pool_name=None, allocatable={"cpu": "10", "memory": "10Gi", "pods": "110"})],
+        pods=[pod("p", cpu="10m")],
+        expect={**OK, "on_node": {"p": "unowned"}, "claims": 0},
+    ),
+    case(
+        SRC,
+        "Existing Nodes: should schedule multiple pods to an existing node unowned by Karpenter",
+        nodes=[node("unowned", pool_name=None, allocatable={"cpu": "10", "memory": "100Gi", "pods": "110"})],
+        pods=pods("p", 100, cpu="10m"),
+        expect={**OK, "claims": 0, "on_node": {f"p-{i}": "unowned" for i in range(100)}},
+    ),
+    case(
+        SRC,
+        "Existing Nodes: should order initialized nodes for scheduling uninitialized nodes",
+        nodes=[
+            *(node(f"uninit-{i}", in_flight=True, initialized=False) for i in range(5)),
+            node("ready", labels={"karpenter.sh/initialized": "true"}),
+            *(node(f"uninit-{i}", in_flight=True, initialized=False) for i in range(5, 10)),
+        ],
+        pods=[pod("p")],
+        expect={**OK, "on_node": {"p": "ready"}},
+    ),
+    case(
+        SRC,
+        "Existing Nodes: should consider a pod incompatible with an existing node but compatible with NodePool",
+        nodes=[node("existing", zone=Z1, allocatable={"cpu": "10", "memory": "10Gi", "pods": "110"})],
+        pods=[pod("p", affinity=needs(req(ZONE, "In", Z2)))],
+        expect={**OK, "claims": 1, "labels": {"p": {ZONE: Z2}}},
+    ),
+    # --- NodePool requirements instance filtering ---------------------------------------------------------------
+    one(
+        "NodePool requirements instance filtering: should return appropriate pod error when no available instance types exist",
+        pools=[pool(requirements=[req(IT, "In", "m5.large"), req(ARCH, "In", "arm64")])],
+        expect=NO,
+    ),
+    case(
+        SRC,
+        "NodePool requirements instance filtering: should handle multiple pods when requirements filter out all instance types",
+        pools=[pool(requirements=[req(IT, "In", "m5.large"), req(ARCH, "In", "arm64")])],
+        pods=pods("p", 3),
+        expect=NO,
+    ),
+    one(
+        "NodePool requirements instance filtering: should handle conflicting requirements that eliminate all instance types",
+        pools=[pool(requirements=[req(CPU, "Gt", "64"), req(CPU, "Lt", "4")])],
+        expect=NO,
+    ),
+    one(
+        "NodePool requirements instance filtering: should handle zone requirements that filter out all instance types",
+        pools=[pool(requirements=[req(ZONE, "In", "us-east-1z")])],
+        expect=NO,
     ),
 ]

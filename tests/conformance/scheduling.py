@@ -11,7 +11,10 @@ Expectations (all optional): `scheduled` / `unschedulable` (pod names, or "all")
 carries it; see `_label_matches`); `not_labels` ({pod: {key: [values]}}); `on_node` ({pod: existing node});
 `skew` ((topology key, pods, max)) the spread of those pods over that key's values; `counts` ((key, pods,
 [n, ...])) pods per value, as upstream's `ExpectSkew(...).To(ConsistOf(...))` (pods "app=web" also counts the
-bound pods labelled so); `domains` ((key, pods, count)) how many distinct values they use; `types` ({pod: predicate name}) every fallback type of the claim.
+bound pods labelled so); `domains` ((key, pods, count)) how many distinct values they use; `cheapest` (every claim is priced at its cheapest offering and no
+allowed type at least as large is cheaper); `max_vcpus` ({pod: n}) every fallback type of the pod's claim has
+at most n vCPUs (what is left under the pool's limits); `min_distinct` ({pod: (key, n)}) the claim's fallback
+types offer at least n values of a label (minValues); `types` ({pod: predicate name}).
 """
 
 from __future__ import annotations
@@ -123,7 +126,8 @@ def build(data: dict[str, Any]) -> SchedulingInput:
     existing = [_node(spec) for spec in data.get("nodes", ())]
     return SchedulingInput(
         pods=tuple(pod_from_manifest(p) for p in data.get("pods", ())),
-        pools=config.node_pools,
+        # static pools (`replicas`) are not provisioned for pods; the provisioner service leaves them out too
+        pools=tuple(p for p in config.node_pools if p.replicas is None),
         node_classes=config.node_classes,
         catalog=catalog(),
         nodes=tuple(n for n in existing if not n.in_flight),
@@ -163,7 +167,30 @@ def _names(value: Any, every: list[str], inp: SchedulingInput | None = None) -> 
     return every if value == "all" else list(value)
 
 
-PREDICATES: dict[str, Callable[[Any], bool]] = {}
+PREDICATES: dict[str, Callable[[Any], bool]] = {
+    "any": lambda it: it is not None,
+    "arm64": lambda it: it.arch == "arm64",
+    "cpu>15": lambda it: it.vcpus > 15,
+    "m6g": lambda it: it.name.startswith("m6g."),
+    "fits-30cpu-100Gi": lambda it: it.vcpus >= 30 and it.capacity.get("memory") >= 100 * 2**30,
+}
+
+
+def _cheapest_compatible(inp: SchedulingInput, claim: Any) -> float:
+    """The cheapest offering of any type the claim's requirements allow that is at least as large as the type
+    chosen (so the check is "no equal-or-bigger type is cheaper", which holds for every cheapest packing)."""
+    chosen = inp.catalog.get(claim.instance_type)
+    assert chosen is not None
+    best = claim.price_per_hour
+    for option in claim.offerings:
+        it = inp.catalog.get(option.instance_type)
+        if (
+            it
+            and it.capacity.get("cpu") >= chosen.capacity.get("cpu")
+            and it.capacity.get("memory") >= chosen.capacity.get("memory")
+        ):
+            best = min(best, option.price)
+    return best
 
 
 def _existing_counts(inp: SchedulingInput, key: str, group: Any) -> Counter[str | None]:
@@ -238,6 +265,26 @@ def check(expect: dict[str, Any], inp: SchedulingInput, plan: Plan) -> None:
         used = {labels[where[n]].get(key) for n in group if n in where}
         assert len(used) == count, (
             f"{group} use {len(used)} values of {key} ({used}), want {count}; {summary}"
+        )
+    if expect.get("cheapest"):
+        for claim in plan.new_claims:
+            assert claim.price_per_hour <= min(o.price for o in claim.offerings), (
+                f"{claim.name} not cheapest; {summary}"
+            )
+            assert _cheapest_compatible(inp, claim) >= claim.price_per_hour - 1e-9, (
+                f"{claim.name}: cheaper type fits; {summary}"
+            )
+    for name, limit in expect.get("max_vcpus", {}).items():
+        claim = next(c for c in plan.new_claims if f"{NS}/{name}" in c.pods)
+        big = [t for t in claim.instance_types if inp.catalog.get(t).vcpus > limit]  # type: ignore[union-attr]
+        assert not big, (
+            f"{name}: fallback types {big[:5]} exceed {limit} vCPUs left under the pool's limits; {summary}"
+        )
+    for name, (key, least) in expect.get("min_distinct", {}).items():
+        claim = next(c for c in plan.new_claims if f"{NS}/{name}" in c.pods)
+        values = {inp.catalog.get(t).node_labels().get(key) for t in claim.instance_types}  # type: ignore[union-attr]
+        assert len(values) >= least, (
+            f"{name}: fallback types offer {len(values)} values of {key}, want {least}; {summary}"
         )
     for name, predicate in expect.get("types", {}).items():
         claim = next(c for c in plan.new_claims if f"{NS}/{name}" in c.pods)

@@ -28,7 +28,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from longshore.config.durations import BUDGET, parse_duration, parse_go_duration
-from longshore.config.schema import base, cluster, ec2, v1, v1alpha5
+from longshore.config.schema import base, cluster, ec2, nodeclass, v1, v1alpha5
+from longshore.config.schema import kubelet as kubelet_schema
 from longshore.core.model import (
     AmiFamily,
     BlockDevice,
@@ -52,7 +53,7 @@ from longshore.core.model import (
 from longshore.core.resources import Resources
 
 _GIB_DEFAULT = 20
-_FAMILY_ALIAS = {family: f"{alias}@latest" for alias, family in v1.ALIAS_FAMILIES.items()}
+_FAMILY_ALIAS = {family: f"{alias}@latest" for alias, family in nodeclass.ALIAS_FAMILIES.items()}
 
 
 def default_block_devices(family: str) -> tuple[BlockDevice, ...]:
@@ -97,7 +98,7 @@ def taints(items: Iterable[base.Taint]) -> tuple[Taint, ...]:
     return tuple(Taint(key=t.key, effect=t.effect, value=t.value) for t in items)  # type: ignore[arg-type]
 
 
-def kubelet(config: base.KubeletV1 | None) -> KubeletConfig | None:
+def kubelet(config: kubelet_schema.KubeletV1 | None) -> KubeletConfig | None:
     if config is None:
         return None
     return KubeletConfig(
@@ -339,7 +340,7 @@ def pool_from_v1(doc: v1.NodePoolV1, origin: Origin) -> NodePool:
     )
 
 
-def _terms(items: Iterable[v1._Term]) -> tuple[SelectorTerm, ...]:
+def _terms(items: Iterable[nodeclass._Term]) -> tuple[SelectorTerm, ...]:
     return tuple(
         SelectorTerm(
             tags=pairs(item.tags),
@@ -355,15 +356,17 @@ def _terms(items: Iterable[v1._Term]) -> tuple[SelectorTerm, ...]:
 
 
 def node_class_from_ec2nodeclass(
-    doc: v1.EC2NodeClassV1 | v1.EC2NodeClassV1beta1, origin: Origin, dialect: str
+    doc: nodeclass.EC2NodeClassV1 | nodeclass.EC2NodeClassV1beta1, origin: Origin, dialect: str
 ) -> NodeClass:
     spec = doc.spec
     terms = _terms(spec.amiSelectorTerms)
     alias = next((term.alias for term in terms if term.alias), None)
-    family = spec.amiFamily or (v1.ALIAS_FAMILIES[alias.partition("@")[0].lower()] if alias else "AL2023")
+    family = spec.amiFamily or (
+        nodeclass.ALIAS_FAMILIES[alias.partition("@")[0].lower()] if alias else "AL2023"
+    )
     if not terms:
         terms = _family_alias_terms(family)
-    v1_spec = spec if isinstance(spec, v1.EC2NodeClassSpecV1) else None
+    v1_spec = spec if isinstance(spec, nodeclass.EC2NodeClassSpecV1) else None
     placement = v1_spec.placementGroupSelector if v1_spec else None
     return NodeClass(
         name=doc.metadata.name,

@@ -613,4 +613,29 @@ CASES = [
         {f"{S}.cpuOptions": {"coreCount": 2}},
         f"{S}.cpuOptions.coreCount",
     ),
+    # --- list sizes the CRD bounds (aws pkg/apis/v1/ec2nodeclass.go MaxItems markers) ---------------------------
+    bad(
+        "CRD MaxItems: blockDeviceMappings allows at most 50",
+        {B: [_bdm(f"/dev/xvd{i}", "1Gi") for i in range(51)]},
+        B,
+        51,
+    ),
+    bad(
+        "CRD MaxItems: networkInterfaces allows at most 150",
+        {N: [_ni(0, 0, "interface"), *(_ni(1 + i // 10, i % 10, "interface") for i in range(150))]},
+        N,
+        151,
+    ),
+    bad(
+        "CRD MaxItems: capacityReservationSelectorTerms allows at most 30",
+        {f"{S}.capacityReservationSelectorTerms": [{"id": f"cr-{i}"} for i in range(31)]},
+        f"{S}.capacityReservationSelectorTerms",
+        31,
+    ),
+    bad(
+        "CRD MaxItems: subnetSelectorTerms allows at most 30",
+        {f"{S}.subnetSelectorTerms": [{"id": f"subnet-{i}"} for i in range(31)]},
+        f"{S}.subnetSelectorTerms",
+        "31",
+    ),
 ]

@@ -231,8 +231,8 @@ def test_min_values_larger_than_values() -> None:
     ("key", "domain"),
     [
         ("karpenter.sh/capacity-spread", "karpenter.sh"),
-        ("kubernetes.io/team", "kubernetes.io"),
-        ("x.k8s.io/y", "k8s.io"),
+        ("karpenter.k8s.aws/team", "karpenter.k8s.aws"),
+        ("x.karpenter.sh/y", "karpenter.sh"),
     ],
 )
 def test_restricted_label_domain_in_requirements_and_labels(key: str, domain: str) -> None:

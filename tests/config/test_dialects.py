@@ -89,12 +89,14 @@ spec:
   securityGroupSelectorTerms: [{id: sg-1}]
   capacityReservationSelectorTerms: [{id: cr-1}, {tags: {team: a}, ownerID: "123456789012"}]
   placementGroupSelector: {name: my-pg}
-  networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: efa-only}]
+  networkInterfaces:
+    - {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}
+    - {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}
   ipPrefixCount: 2
   associatePublicIPAddress: false
   instanceStorePolicy: RAID0
   blockDeviceMappings:
-    - {deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 1Ti, volumeType: gp3, volumeInitializationRate: 200}}
+    - {deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 1Ti, volumeType: gp3, snapshotID: snap-1, volumeInitializationRate: 200}}
 """
 
 
@@ -182,7 +184,10 @@ def test_v1_static_pool_and_every_node_class_field_is_kept() -> None:
         SelectorTerm(tags=(("team", "a"),), owner="123456789012"),
     )
     assert node_class.placement_group == SelectorTerm(name="my-pg")
-    assert node_class.network_interfaces == (NetworkInterface(0, 0, "efa-only"),)
+    assert node_class.network_interfaces == (
+        NetworkInterface(1, 0, "efa-only"),
+        NetworkInterface(0, 0, "interface"),
+    )
     assert (node_class.ip_prefix_count, node_class.associate_public_ip_address) == (2, False)
     assert node_class.instance_store_policy == "RAID0"
     assert node_class.block_device_mappings == (
@@ -190,6 +195,7 @@ def test_v1_static_pool_and_every_node_class_field_is_kept() -> None:
             "/dev/xvda",
             volume_size_gib=1024,
             volume_type="gp3",
+            snapshot_id="snap-1",
             root_volume=True,
             volume_initialization_rate=200,
         ),

@@ -36,7 +36,8 @@ from longshore.config import normalise
 from longshore.config.errors import ConfigError, ErrorSink, suggestion
 from longshore.config.schema import KINDS, KNOWN_KINDS, KindSchema, api_versions_of
 from longshore.config.schema.cluster import CLUSTER_API_VERSION, Cluster
-from longshore.config.schema.v1 import EC2NodeClassV1, EC2NodeClassV1beta1, NodePoolV1, NodePoolV1beta1
+from longshore.config.schema.nodeclass import EC2NodeClassV1, EC2NodeClassV1beta1
+from longshore.config.schema.v1 import NodePoolV1, NodePoolV1beta1
 from longshore.config.schema.v1alpha5 import AWSNodeTemplate, Provisioner
 from longshore.config.validation_errors import document_errors
 from longshore.config.yaml_documents import Document, PathKey, parse_documents

@@ -9,7 +9,7 @@ leaves out. Where the dialects mean different things the model says so explicitl
   expires; v1beta1 and v1 default to 720h.
 * emptiness: v1alpha5 `ttlSecondsAfterEmpty: N` is `WhenEmpty` + `consolidateAfter N`; `consolidation.enabled`
   is `WhenEmptyOrUnderutilized` after 0s; neither means nothing removes empty nodes (`WhenEmpty`, Never).
-  v1beta1 `WhenUnderutilized` is `WhenEmptyOrUnderutilized` after 0s.
+  v1beta1 `WhenUnderutilized` is `WhenEmptyOrUnderutilized` after 0s (after Never with `consolidateAfter: Never`).
 * kubelet settings stay where the dialect put them: on the pool (v1alpha5, v1beta1) or the class (v1);
   `NodePool.effective_kubelet` resolves them.
 * v1alpha5 selectors (maps) become selector terms; an AMI family without an AMI selector becomes the family's
@@ -28,7 +28,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from longshore.config.durations import BUDGET, parse_duration, parse_go_duration
-from longshore.config.schema import base, cluster, ec2, v1, v1alpha5
+from longshore.config.schema import base, cluster, ec2, nodeclass, v1, v1alpha5
+from longshore.config.schema import kubelet as kubelet_schema
 from longshore.core.model import (
     AmiFamily,
     BlockDevice,
@@ -52,7 +53,7 @@ from longshore.core.model import (
 from longshore.core.resources import Resources
 
 _GIB_DEFAULT = 20
-_FAMILY_ALIAS = {family: f"{alias}@latest" for alias, family in v1.ALIAS_FAMILIES.items()}
+_FAMILY_ALIAS = {family: f"{alias}@latest" for alias, family in nodeclass.ALIAS_FAMILIES.items()}
 
 
 def default_block_devices(family: str) -> tuple[BlockDevice, ...]:
@@ -97,7 +98,7 @@ def taints(items: Iterable[base.Taint]) -> tuple[Taint, ...]:
     return tuple(Taint(key=t.key, effect=t.effect, value=t.value) for t in items)  # type: ignore[arg-type]
 
 
-def kubelet(config: base.KubeletV1 | None) -> KubeletConfig | None:
+def kubelet(config: kubelet_schema.KubeletV1 | None) -> KubeletConfig | None:
     if config is None:
         return None
     return KubeletConfig(
@@ -306,7 +307,8 @@ def pool_from_v1beta1(doc: v1.NodePoolV1beta1, origin: Origin) -> NodePool:
     disruption = spec.disruption
     if disruption.consolidationPolicy == "WhenUnderutilized":
         policy: ConsolidationPolicy = "WhenEmptyOrUnderutilized"
-        after: int | None = 0
+        # `consolidateAfter: Never` is the one value v1beta1 allows here: it turns consolidation off.
+        after: int | None = None if disruption.consolidateAfter == "Never" else 0
     else:
         policy, after = "WhenEmpty", parse_duration(disruption.consolidateAfter)
     return NodePool(
@@ -338,7 +340,7 @@ def pool_from_v1(doc: v1.NodePoolV1, origin: Origin) -> NodePool:
     )
 
 
-def _terms(items: Iterable[v1._Term]) -> tuple[SelectorTerm, ...]:
+def _terms(items: Iterable[nodeclass._Term]) -> tuple[SelectorTerm, ...]:
     return tuple(
         SelectorTerm(
             tags=pairs(item.tags),
@@ -354,15 +356,17 @@ def _terms(items: Iterable[v1._Term]) -> tuple[SelectorTerm, ...]:
 
 
 def node_class_from_ec2nodeclass(
-    doc: v1.EC2NodeClassV1 | v1.EC2NodeClassV1beta1, origin: Origin, dialect: str
+    doc: nodeclass.EC2NodeClassV1 | nodeclass.EC2NodeClassV1beta1, origin: Origin, dialect: str
 ) -> NodeClass:
     spec = doc.spec
     terms = _terms(spec.amiSelectorTerms)
     alias = next((term.alias for term in terms if term.alias), None)
-    family = spec.amiFamily or (v1.ALIAS_FAMILIES[alias.partition("@")[0].lower()] if alias else "AL2023")
+    family = spec.amiFamily or (
+        nodeclass.ALIAS_FAMILIES[alias.partition("@")[0].lower()] if alias else "AL2023"
+    )
     if not terms:
         terms = _family_alias_terms(family)
-    v1_spec = spec if isinstance(spec, v1.EC2NodeClassSpecV1) else None
+    v1_spec = spec if isinstance(spec, nodeclass.EC2NodeClassSpecV1) else None
     placement = v1_spec.placementGroupSelector if v1_spec else None
     return NodeClass(
         name=doc.metadata.name,
@@ -393,7 +397,7 @@ def node_class_from_ec2nodeclass(
         ip_prefix_count=v1_spec.ipPrefixCount if v1_spec else None,
         connection_tracking=pairs(
             {
-                k: v
+                k: str(v)
                 for k, v in (
                     v1_spec.connectionTracking.model_dump() if v1_spec and v1_spec.connectionTracking else {}
                 ).items()

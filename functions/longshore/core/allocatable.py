@@ -5,7 +5,8 @@ Theory of operation (reference/karpenter.md §1.8; aws `pkg/providers/instancety
     capacity.cpu               = vCPUs
     capacity.memory            = MiB (- 64 MiB CMA on arm64) - ceil(MiB x vmMemoryOverheadPercent) MiB
     capacity.pods              = kubelet.maxPods, else ENI-limited pods (AL2, AL2023, Bottlerocket, Custom):
-                                 (ENIs - reservedENIs - EFA-only ENIs) x (IPv4 per ENI - 1) + 2, else 110;
+                                 (ENIs - reservedENIs - node class efa-only ENIs on card 0) x (IPv4 per ENI - 1)
+                                 + 2, else 110;
                                  then min(podsPerCore x vCPUs, pods) when podsPerCore > 0 (not Bottlerocket)
     capacity.ephemeral-storage = RAID0 instance store (instanceStorePolicy RAID0), else the root volume's size
                                  (block device with rootVolume, else the AMI family's root device), else 20 GiB
@@ -73,11 +74,24 @@ def kube_reserved_cpu_millicores(vcpus: int) -> int:
     return reserved
 
 
-def eni_limited_pods(instance_type: InstanceType, reserved_enis: int = 0) -> int:
-    """(ENIs - reserved - EFA-only) x (IPv4 per ENI - 1) + 2; falls back to the type's figure or 110."""
+def efa_only_interfaces(node_class: NodeClass, card: int | None = 0) -> int:
+    """The node class's `efa-only` network interfaces (on network card `card`; every card when None)."""
+    return sum(
+        1
+        for nic in node_class.network_interfaces
+        if nic.interface_type == "efa-only" and (card is None or nic.network_card_index == card)
+    )
+
+
+def eni_limited_pods(instance_type: InstanceType, reserved_enis: int = 0, efa_only: int = 0) -> int:
+    """(ENIs - reserved - EFA-only) x (IPv4 per ENI - 1) + 2; falls back to the type's figure or 110.
+
+    `efa_only` counts the node class's efa-only interfaces on the default network card: each takes an ENI
+    slot there and carries no IP addresses (aws `pkg/providers/instancetype/types.go` `ENILimitedPods`).
+    """
     if instance_type.enis <= 0 or instance_type.ipv4_per_eni <= 0:
         return instance_type.max_pods_eni if instance_type.max_pods_eni is not None else DEFAULT_MAX_PODS
-    usable = instance_type.enis - reserved_enis - instance_type.efa_only_enis
+    usable = instance_type.enis - reserved_enis - instance_type.efa_only_enis - efa_only
     if usable <= 0:
         return 0
     return usable * (instance_type.ipv4_per_eni - 1) + 2
@@ -95,7 +109,7 @@ def _pods_capacity(
     if kubelet.max_pods is not None:
         pods = kubelet.max_pods
     elif node_class.ami_family in _ENI_LIMITED_FAMILIES:
-        pods = eni_limited_pods(instance_type, settings.reserved_enis)
+        pods = eni_limited_pods(instance_type, settings.reserved_enis, efa_only_interfaces(node_class))
     else:
         pods = DEFAULT_MAX_PODS
     if kubelet.pods_per_core and kubelet.pods_per_core > 0 and node_class.ami_family != "Bottlerocket":
@@ -148,6 +162,8 @@ def _capacity(
     values["memory"] = _memory_capacity(instance_type, settings)
     values["pods"] = _pods_capacity(instance_type, kubelet, node_class, settings)
     values["ephemeral-storage"] = _ephemeral_capacity(instance_type, node_class)
+    if node_class.network_interfaces:  # the node class's interfaces replace the type's EFA count
+        values["vpc.amazonaws.com/efa"] = efa_only_interfaces(node_class, card=None)
     if node_class.ami_family.startswith("Windows") and instance_type.ipv4_per_eni > 0:
         values["vpc.amazonaws.com/PrivateIPv4Address"] = instance_type.ipv4_per_eni - 1
     return Resources.of(values)
@@ -158,7 +174,7 @@ def _overhead(
 ) -> Overhead:
     capacity = _capacity(instance_type, kubelet, node_class, settings)
     if node_class.ami_family in _ENI_MEMORY_FAMILIES:
-        reserve_pods = eni_limited_pods(instance_type, 0)
+        reserve_pods = eni_limited_pods(instance_type, 0, efa_only_interfaces(node_class))
     else:
         reserve_pods = capacity.get("pods")
     kube = {

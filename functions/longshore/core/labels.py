@@ -194,3 +194,19 @@ def restricted_reason(key: str) -> str | None:
 
 def is_well_known(key: str) -> bool:
     return normalize_key(key) in WELL_KNOWN_LABELS
+
+
+#: Labels in the `kubernetes.io` / `k8s.io` namespaces a kubelet may put on its own Node (`--node-labels`);
+#: Kubernetes `IsKubeletLabel`. Any other key in those namespaces makes the kubelet refuse to start.
+KUBELET_LABELS: Final = frozenset({HOSTNAME, ZONE, REGION, INSTANCE_TYPE, ARCH, OS, *ALIASES})
+KUBELET_LABEL_NAMESPACES: Final = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def kubelet_may_set(key: str) -> bool:
+    """Whether the kubelet accepts `key` in `--node-labels` (others must be applied to the Node by Longshore)."""
+    domain = domain_of(key)
+    if not any(domain == d or domain.endswith("." + d) for d in ("kubernetes.io", "k8s.io")):
+        return True
+    if key in KUBELET_LABELS:
+        return True
+    return any(domain == ns or domain.endswith("." + ns) for ns in KUBELET_LABEL_NAMESPACES)

@@ -206,8 +206,8 @@ class NodeClass:
     placement_group: SelectorTerm | None = None  # v1 placementGroupSelector (name or id)
     network_interfaces: tuple[NetworkInterface, ...] = ()
     ip_prefix_count: int | None = None
-    connection_tracking: Pairs = ()  # v1 connectionTracking timeouts, as written ("tcpEstablishedTimeout" ...)
-    cpu_options: Pairs = ()  # v1 cpuOptions ("coreCount", "threadsPerCore"), values as strings
+    connection_tracking: Pairs = ()  # v1 connectionTracking timeouts in seconds ("tcpEstablishedTimeout" ...)
+    cpu_options: Pairs = ()  # v1 cpuOptions ("nestedVirtualization": "enabled"|"disabled")
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,9 @@ def node_bootstrap(
         taints.append(UNREGISTERED_TAINT)
     settings = option.kubelet
     return Bootstrap(
-        labels=tuple(sorted(node_labels.items())),
+        # The kubelet refuses to start with kubernetes.io / k8s.io labels it may not self-set (v1 pools may use
+        # them since Karpenter 1.9); the lifecycle service puts the pool's labels on the Node at registration.
+        labels=tuple(sorted((k, v) for k, v in node_labels.items() if wellknown.kubelet_may_set(k))),
         taints=tuple(taints),
         max_pods=settings.max_pods if settings.max_pods is not None else kubelet.max_pods,
         kube_reserved=settings.kube_reserved or kubelet.kube_reserved,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from longshore.config.schema.cluster import CLUSTER_API_VERSION, Cluster
-from longshore.config.schema.v1 import EC2NodeClassV1, EC2NodeClassV1beta1, NodePoolV1, NodePoolV1beta1
+from longshore.config.schema.nodeclass import EC2NodeClassV1, EC2NodeClassV1beta1
+from longshore.config.schema.v1 import NodePoolV1, NodePoolV1beta1
 from longshore.config.schema.v1alpha5 import AWSNodeTemplate, Provisioner
 
 

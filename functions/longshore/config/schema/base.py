@@ -24,7 +24,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationInfo, fie
 from longshore.config.durations import BUDGET, HMS, parse_duration
 from longshore.config.errors import suggestion
 from longshore.core import cron, quantity
-from longshore.core.labels import restricted_reason
+from longshore.core.labels import (
+    RESTRICTED_LABELS,
+    WELL_KNOWN_LABELS,
+    domain_of,
+    normalize_key,
+    restricted_reason,
+)
 
 Dialect = str  # "v1alpha5" | "v1beta1" | "v1"
 
@@ -92,6 +98,9 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 #: Labels Karpenter sets on every node of a pool from the pool's own name; a pool may not set or require them.
 POOL_SET_LABELS = frozenset({"karpenter.sh/nodepool", "karpenter.sh/provisioner-name"})
+#: The domains karpenter.sh/v1 still reserves. Karpenter 1.9 (core `pkg/apis/v1/labels.go`) freed `kubernetes.io`
+#: and `k8s.io`: it writes node labels itself at registration instead of through the kubelet's `--node-labels`.
+V1_RESTRICTED_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
 
 
 def check_object_name(name: str) -> str:
@@ -128,18 +137,37 @@ def check_label_value(value: str) -> str:
     return value
 
 
-def pool_label_reason(key: str) -> str | None:
-    """Why a pool may not set or require label `key` (None when it may)."""
+def pool_label_reason(key: str, dialect: Dialect = "v1") -> str | None:
+    """Why a pool may not set or require label `key` (None when it may).
+
+    v1alpha5 and v1beta1 keep the rules of their era (`kubernetes.io` and `k8s.io` restricted too); v1 follows
+    Karpenter 1.9+: only `karpenter.sh`, `karpenter.k8s.aws` (well-known labels excepted) and
+    `kubernetes.io/hostname` are restricted.
+    """
     if key in POOL_SET_LABELS:
         return f"label {key!r} is restricted: Karpenter sets it to the pool's name on every node"
-    return restricted_reason(key)
+    if dialect != "v1":
+        return restricted_reason(key)
+    stable = normalize_key(key)
+    if stable in WELL_KNOWN_LABELS:
+        return None
+    if stable in RESTRICTED_LABELS:
+        return restricted_reason(key)
+    domain = domain_of(stable)
+    parent = next((d for d in V1_RESTRICTED_DOMAINS if domain.endswith(d)), None)
+    if parent is None:
+        return None
+    return (
+        f"label {key!r} uses the restricted domain {parent!r}; use a well-known label of that domain or a custom "
+        f"label outside the restricted domains ({', '.join(V1_RESTRICTED_DOMAINS)})"
+    )
 
 
-def check_pool_labels(labels: dict[str, str]) -> dict[str, str]:
+def check_pool_labels(labels: dict[str, str], dialect: Dialect = "v1") -> dict[str, str]:
     for key, value in labels.items():
         try:
             check_label_key(key)
-            reason = pool_label_reason(key)
+            reason = pool_label_reason(key, dialect)
             if reason:
                 raise ValueError(reason)
         except ValueError as exc:
@@ -168,6 +196,13 @@ class Metadata(BaseModel):
 
 # --- requirements -------------------------------------------------------------------------------------------
 
+#: Well-known labels whose values are a closed set (core and aws `pkg/apis/v1/labels.go`
+#: `WellKnownValuesForRequirements`). An `In` requirement must name at least one of them; invalid values next
+#: to valid ones are tolerated, as Karpenter does.
+KNOWN_VALUES: dict[str, tuple[str, ...]] = {
+    "karpenter.sh/capacity-type": ("on-demand", "spot", "reserved"),
+    "karpenter.k8s.aws/instance-tenancy": ("default", "dedicated"),
+}
 OPERATORS_V1ALPHA5 = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 OPERATORS_V1 = (*OPERATORS_V1ALPHA5, "Gte", "Lte")
 _NON_NEGATIVE_INTEGER = re.compile(r"^[0-9]+$")
@@ -182,9 +217,9 @@ class RequirementV1alpha5(StrictModel):
 
     @field_validator("key")
     @classmethod
-    def _key(cls, key: str) -> str:
+    def _key(cls, key: str, info: ValidationInfo) -> str:
         check_label_key(key)
-        reason = pool_label_reason(key)
+        reason = pool_label_reason(key, dialect_of(info))
         if reason:
             raise ValueError(reason)
         return key
@@ -201,9 +236,28 @@ class RequirementV1alpha5(StrictModel):
             )
         return operator
 
+    @field_validator("values")
+    @classmethod
+    def _values(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        if info.data.get("operator") in ("Gt", "Lt", "Gte", "Lte"):
+            return values  # the numeric rule below says what is wrong with them
+        for index, value in enumerate(values):
+            try:
+                check_label_value(value)
+            except ValueError as exc:
+                raise FieldRuleError(str(exc), at=(index,), value=value) from None
+        return values
+
     @model_validator(mode="after")
     def _values_match_operator(self) -> RequirementV1alpha5:
         op, values = self.operator, self.values
+        known = KNOWN_VALUES.get(normalize_key(self.key))
+        if op == "In" and known and values and not set(values) & set(known):
+            raise FieldRuleError(
+                f"no valid value for {self.key} in {values!r}; expected one of {', '.join(known)}",
+                at=("values",),
+                value=values,
+            )
         if op == "In" and not values:
             raise FieldRuleError(f"operator In needs at least one value (key {self.key!r})", at=("values",))
         if op in ("Exists", "DoesNotExist") and values:
@@ -277,140 +331,24 @@ class Taint(StrictModel):
         return effect
 
 
-# --- kubelet ------------------------------------------------------------------------------------------------
-
-RESERVED_KEYS = ("cpu", "memory", "ephemeral-storage", "pid")
-EVICTION_SIGNALS = (
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-)
-_PERCENT = re.compile(r"^(100|[0-9]{1,2}(\.[0-9]+)?)%$")
-_GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
-
-
-def _check_reserved(values: dict[str, str]) -> dict[str, str]:
-    for key, amount in values.items():
-        if key not in RESERVED_KEYS:
-            raise FieldRuleError(
-                f"{key!r} cannot be reserved; use one of {', '.join(RESERVED_KEYS)}", at=(key,), value=key
-            )
-        try:
-            quantity.parse_decimal(amount)
-        except quantity.QuantityError as exc:
-            raise FieldRuleError(str(exc), at=(key,), value=amount) from None
-    return values
-
-
-def _check_eviction(values: dict[str, str]) -> dict[str, str]:
-    for key, threshold in values.items():
-        if key not in EVICTION_SIGNALS:
-            raise FieldRuleError(
-                f"{key!r} is not an eviction signal; use one of {', '.join(EVICTION_SIGNALS)}",
-                at=(key,),
-                value=key,
-            )
-        if not _PERCENT.match(threshold):
-            try:
-                quantity.parse_decimal(threshold)
-            except quantity.QuantityError:
-                raise FieldRuleError(
-                    f"eviction threshold {threshold!r} is neither a percentage (10%) nor a quantity (500Mi)",
-                    at=(key,),
-                    value=threshold,
-                ) from None
-    return values
-
-
-class KubeletV1(StrictModel):
-    """Kubelet settings Karpenter passes to nodes (v1beta1 NodePool, v1 EC2NodeClass)."""
-
-    clusterDNS: list[str] = []
-    maxPods: int | None = None
-    podsPerCore: int | None = None
-    systemReserved: dict[str, Quantity] = {}
-    kubeReserved: dict[str, Quantity] = {}
-    evictionHard: dict[str, str] = {}
-    evictionSoft: dict[str, str] = {}
-    evictionSoftGracePeriod: dict[str, str] = {}
-    evictionMaxPodGracePeriod: int | None = None
-    imageGCHighThresholdPercent: int | None = None
-    imageGCLowThresholdPercent: int | None = None
-    cpuCFSQuota: bool | None = None
-
-    @field_validator("maxPods", "podsPerCore", "evictionMaxPodGracePeriod")
-    @classmethod
-    def _non_negative(cls, value: int | None) -> int | None:
-        if value is not None and value < 0:
-            raise ValueError(f"must not be negative, got {value}")
-        return value
-
-    @field_validator("imageGCHighThresholdPercent", "imageGCLowThresholdPercent")
-    @classmethod
-    def _percent(cls, value: int | None) -> int | None:
-        if value is not None and not 0 <= value <= 100:
-            raise ValueError(f"must be a percentage between 0 and 100, got {value}")
-        return value
-
-    @field_validator("systemReserved", "kubeReserved")
-    @classmethod
-    def _reserved(cls, values: dict[str, str]) -> dict[str, str]:
-        return _check_reserved(values)
-
-    @field_validator("evictionHard", "evictionSoft")
-    @classmethod
-    def _eviction(cls, values: dict[str, str]) -> dict[str, str]:
-        return _check_eviction(values)
-
-    @field_validator("evictionSoftGracePeriod")
-    @classmethod
-    def _grace(cls, values: dict[str, str]) -> dict[str, str]:
-        for key, period in values.items():
-            if key not in EVICTION_SIGNALS:
-                raise FieldRuleError(
-                    f"{key!r} is not an eviction signal; use one of {', '.join(EVICTION_SIGNALS)}",
-                    at=(key,),
-                    value=key,
+def check_distinct_taints(taints: list[Taint], startup_taints: list[Taint]) -> list[FieldRuleError]:
+    """Karpenter refuses a key/effect pair that appears twice across taints and startupTaints: the kubelet
+    cannot register a node carrying both (core `pkg/apis/v1/nodeclaim_validation.go`)."""
+    seen: set[tuple[str, str]] = set()
+    issues: list[FieldRuleError] = []
+    for field, items in (("taints", taints), ("startupTaints", startup_taints)):
+        for index, taint in enumerate(items):
+            pair = (taint.key, taint.effect)
+            if pair in seen:
+                issues.append(
+                    FieldRuleError(
+                        f"duplicate taint key/effect pair {taint.key}:{taint.effect} (a node cannot carry both)",
+                        at=(field, index, "key"),
+                        value=taint.key,
+                    )
                 )
-            if not _GO_DURATION.match(period):
-                raise FieldRuleError(
-                    f"{period!r} is not a duration (use forms like 1m or 1m30s)", at=(key,), value=period
-                )
-        return values
-
-    @model_validator(mode="after")
-    def _consistent(self) -> KubeletV1:
-        high, low = self.imageGCHighThresholdPercent, self.imageGCLowThresholdPercent
-        if high is not None and low is not None and high <= low:
-            raise FieldRuleError(
-                f"imageGCHighThresholdPercent ({high}) must be greater than imageGCLowThresholdPercent ({low})",
-                at=("imageGCHighThresholdPercent",),
-                value=high,
-            )
-        for signal in self.evictionSoft:
-            if signal not in self.evictionSoftGracePeriod:
-                raise FieldRuleError(
-                    f"evictionSoft sets {signal!r} but evictionSoftGracePeriod gives it no grace period",
-                    at=("evictionSoft", signal),
-                    value=signal,
-                )
-        return self
-
-
-class KubeletV1alpha5(KubeletV1):
-    """v1alpha5 `kubeletConfiguration`: the v1 fields plus `containerRuntime`."""
-
-    containerRuntime: str | None = None
-
-    @field_validator("containerRuntime")
-    @classmethod
-    def _runtime(cls, runtime: str | None) -> str | None:
-        if runtime is not None and runtime not in ("containerd", "dockerd"):
-            raise ValueError(f"containerRuntime {runtime!r} is not one of containerd, dockerd")
-        return runtime
+            seen.add(pair)
+    return issues
 
 
 # --- disruption budgets -------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import re
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ValidationInfo, field_validator, model_validator
 
 from longshore.config.schema.base import FieldRuleError, StrictModel, dialect_of
 from longshore.core import quantity
@@ -86,6 +86,25 @@ class BlockDevice(StrictModel):
 class BlockDeviceV1(BlockDevice):
     volumeInitializationRate: int | None = None
 
+    @field_validator("volumeInitializationRate")
+    @classmethod
+    def _rate(cls, value: int | None) -> int | None:
+        if value is not None and not 100 <= value <= 300:
+            raise ValueError(f"volumeInitializationRate must be between 100 and 300 MiB/s, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _source(self) -> BlockDeviceV1:
+        if self.snapshotID is None and self.volumeSize is None:
+            raise FieldRuleError("an ebs volume needs a snapshotID or a volumeSize", at=("volumeSize",))
+        if self.volumeInitializationRate is not None and not self.snapshotID:
+            raise FieldRuleError(
+                "volumeInitializationRate needs a snapshotID (it sets how fast the snapshot is restored)",
+                at=("volumeInitializationRate",),
+                value=self.volumeInitializationRate,
+            )
+        return self
+
 
 class BlockDeviceMappingV1alpha5(StrictModel):
     deviceName: str
@@ -143,7 +162,7 @@ RESTRICTED_TAG_KEYS = (
     "eks:eks-cluster-name",
     "longshore.io/cluster",
 )
-RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster/",)
+RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster",)
 
 
 def check_tags(tags: dict[str, str]) -> dict[str, str]:

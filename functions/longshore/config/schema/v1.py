@@ -1,5 +1,4 @@
-"""Schema of the NodePool era: `karpenter.sh/v1beta1` and `v1` NodePool, `karpenter.k8s.aws/v1beta1` and
-`v1` EC2NodeClass.
+"""Schema of `karpenter.sh/v1beta1` and `v1` NodePool (EC2NodeClass is in `schema.nodeclass`).
 
 Theory of operation: each v1 model extends its v1beta1 counterpart with the fields v1 added (budget
 `reasons`, `minValues` exists in both, `nodeClassRef.group`, `expireAfter` and `terminationGracePeriod` on the
@@ -14,30 +13,24 @@ aws `pkg/apis/v1/ec2nodeclass.go`) are model validators that report every violat
 
 from __future__ import annotations
 
-import re
-
-from pydantic import field_validator, model_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
 from longshore.config.schema.base import (
     BudgetV1,
     BudgetV1beta1,
     FieldRuleError,
-    KubeletV1,
     Metadata,
     Quantity,
     Requirement,
     StrictModel,
     Taint,
+    check_distinct_taints,
     check_hms_duration,
     check_pool_labels,
+    dialect_of,
     raise_all,
 )
-from longshore.config.schema.ec2 import (
-    BlockDeviceMappingV1,
-    BlockDeviceMappingV1beta1,
-    MetadataOptions,
-    check_tags,
-)
+from longshore.config.schema.kubelet import KubeletV1
 
 # --- NodePool -----------------------------------------------------------------------------------------------
 
@@ -48,8 +41,8 @@ class TemplateMetadata(StrictModel):
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        return check_pool_labels(labels)
+    def _labels(cls, labels: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return check_pool_labels(labels, dialect_of(info))
 
 
 class NodeClassRefV1beta1(StrictModel):
@@ -98,6 +91,11 @@ class _TemplateSpecBase(StrictModel):
         if len(requirements) > 100:
             raise ValueError(f"at most 100 requirements are allowed, got {len(requirements)}")
         return requirements
+
+    @model_validator(mode="after")
+    def _distinct_taints(self) -> _TemplateSpecBase:
+        raise_all(check_distinct_taints(self.taints, self.startupTaints))
+        return self
 
 
 class TemplateSpecV1beta1(_TemplateSpecBase):
@@ -166,10 +164,10 @@ class DisruptionV1beta1(StrictModel):
 
     @model_validator(mode="after")
     def _rules(self) -> DisruptionV1beta1:
-        if self.consolidationPolicy == "WhenUnderutilized" and self.consolidateAfter is not None:
+        if self.consolidationPolicy == "WhenUnderutilized" and self.consolidateAfter not in (None, "Never"):
             raise FieldRuleError(
                 "consolidateAfter cannot be combined with consolidationPolicy WhenUnderutilized "
-                "(in karpenter.sh/v1beta1 it only applies to WhenEmpty)",
+                "(in karpenter.sh/v1beta1 it only applies to WhenEmpty; 'Never' turns consolidation off)",
                 at=("consolidateAfter",),
                 value=self.consolidateAfter,
             )
@@ -252,10 +250,24 @@ class NodePoolSpecV1(StrictModel):
 
     @model_validator(mode="after")
     def _static(self) -> NodePoolSpecV1:
-        if self.replicas is not None and self.weight is not None:
-            raise FieldRuleError(
-                "a static NodePool (replicas) cannot have a weight", at=("weight",), value=self.weight
+        if self.replicas is None:
+            return self
+        issues = [
+            FieldRuleError(
+                f"a static NodePool (replicas) only takes limits.nodes, not limits.{resource!r}",
+                at=("limits", resource),
+                value=resource,
             )
+            for resource in self.limits
+            if resource != "nodes"
+        ]
+        if self.weight is not None:
+            issues.append(
+                FieldRuleError(
+                    "a static NodePool (replicas) cannot have a weight", at=("weight",), value=self.weight
+                )
+            )
+        raise_all(issues)
         return self
 
 
@@ -272,290 +284,4 @@ class NodePoolV1(StrictModel):
     kind: str
     metadata: Metadata
     spec: NodePoolSpecV1
-    status: object = None
-
-
-# --- EC2NodeClass -------------------------------------------------------------------------------------------
-
-AMI_FAMILIES_V1BETA1 = ("AL2", "AL2023", "Bottlerocket", "Ubuntu", "Custom", "Windows2019", "Windows2022")
-AMI_FAMILIES_V1 = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
-#: alias family -> amiFamily
-ALIAS_FAMILIES = {
-    "al2": "AL2",
-    "al2023": "AL2023",
-    "bottlerocket": "Bottlerocket",
-    "windows2019": "Windows2019",
-    "windows2022": "Windows2022",
-    "windows2025": "Windows2025",
-}
-_ALIAS = re.compile(r"^([a-zA-Z0-9]+)@(.+)$")
-
-
-def _check_term_tags(tags: dict[str, str]) -> dict[str, str]:
-    for key, value in tags.items():
-        if not key or not value:
-            raise FieldRuleError("empty tag keys or values are not supported", at=(key,), value=value)
-    return tags
-
-
-class _Term(StrictModel):
-    """A selector term: set fields are ANDed; at least one must be set; `id` cannot be combined."""
-
-    tags: dict[str, str] = {}
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
-        return _check_term_tags(tags)
-
-    def set_fields(self) -> list[str]:
-        return [name for name in type(self).model_fields if getattr(self, name)]
-
-    @model_validator(mode="after")
-    def _shape(self) -> _Term:
-        names = self.set_fields()
-        if not names:
-            raise FieldRuleError(
-                f"a selector term needs at least one of {', '.join(type(self).model_fields)}"
-            )
-        for exclusive in ("id", "alias"):
-            if exclusive in names and len(names) > 1:
-                others = ", ".join(n for n in names if n != exclusive)
-                raise FieldRuleError(
-                    f"'{exclusive}' cannot be combined with other fields in the same term (also set: {others})",
-                    at=(exclusive,),
-                    value=getattr(self, exclusive),
-                )
-        return self
-
-
-class SubnetTerm(_Term):
-    id: str | None = None
-
-
-class SecurityGroupTerm(_Term):
-    id: str | None = None
-    name: str | None = None
-
-
-class AMITermV1beta1(_Term):
-    id: str | None = None
-    name: str | None = None
-    owner: str | None = None
-
-
-class AMITermV1(AMITermV1beta1):
-    alias: str | None = None
-    ssmParameter: str | None = None
-
-    @field_validator("alias")
-    @classmethod
-    def _alias(cls, alias: str | None) -> str | None:
-        if alias is None:
-            return None
-        match = _ALIAS.match(alias)
-        if match is None:
-            raise ValueError(f"alias {alias!r} must have the form family@version, e.g. al2023@latest")
-        family, version = match.group(1).lower(), match.group(2)
-        if family not in ALIAS_FAMILIES:
-            raise ValueError(f"alias family {family!r} is not one of {', '.join(ALIAS_FAMILIES)}")
-        if family.startswith("windows") and version != "latest":
-            raise ValueError(f"Windows aliases only support the version 'latest', got {alias!r}")
-        return alias
-
-
-class CapacityReservationTerm(_Term):
-    id: str | None = None
-    ownerID: str | None = None
-    instanceMatchCriteria: str | None = None
-
-
-class PlacementGroupSelector(StrictModel):
-    name: str | None = None
-    id: str | None = None
-
-    @model_validator(mode="after")
-    def _one(self) -> PlacementGroupSelector:
-        if (self.name is None) == (self.id is None):
-            raise FieldRuleError("placementGroupSelector needs exactly one of name, id")
-        return self
-
-
-class NetworkInterface(StrictModel):
-    networkCardIndex: int
-    deviceIndex: int
-    interfaceType: str = "interface"
-
-    @field_validator("interfaceType")
-    @classmethod
-    def _type(cls, value: str) -> str:
-        if value not in ("interface", "efa-only"):
-            raise ValueError(f"interfaceType {value!r} is not one of interface, efa-only")
-        return value
-
-
-class ConnectionTracking(StrictModel):
-    tcpEstablishedTimeout: str | None = None
-    udpStreamTimeout: str | None = None
-    udpTimeout: str | None = None
-
-
-class CPUOptions(StrictModel):
-    coreCount: int | None = None
-    threadsPerCore: int | None = None
-
-
-def _terms_required(terms: list[_Term], name: str) -> list[FieldRuleError]:
-    if not terms:
-        return [FieldRuleError(f"{name} needs at least one term", at=(name,))]
-    if len(terms) > 30:
-        return [FieldRuleError(f"{name} allows at most 30 terms, got {len(terms)}", at=(name,))]
-    return []
-
-
-class EC2NodeClassSpecV1beta1(StrictModel):
-    subnetSelectorTerms: list[SubnetTerm] = []
-    securityGroupSelectorTerms: list[SecurityGroupTerm] = []
-    amiSelectorTerms: list[AMITermV1beta1] = []
-    amiFamily: str | None = None
-    userData: str | None = None
-    role: str | None = None
-    instanceProfile: str | None = None
-    tags: dict[str, str] = {}
-    blockDeviceMappings: list[BlockDeviceMappingV1beta1] = []
-    instanceStorePolicy: str | None = None
-    detailedMonitoring: bool = False
-    associatePublicIPAddress: bool | None = None
-    metadataOptions: MetadataOptions | None = None
-    context: str | None = None
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
-        return check_tags(tags)
-
-    @field_validator("instanceStorePolicy")
-    @classmethod
-    def _instance_store(cls, policy: str | None) -> str | None:
-        if policy is not None and policy != "RAID0":
-            raise ValueError(f"instanceStorePolicy {policy!r} is not supported; the only policy is RAID0")
-        return policy
-
-    def common_rules(self, families: tuple[str, ...]) -> list[FieldRuleError]:
-        issues = _terms_required(list(self.subnetSelectorTerms), "subnetSelectorTerms")
-        issues += _terms_required(list(self.securityGroupSelectorTerms), "securityGroupSelectorTerms")
-        if self.amiFamily is not None and self.amiFamily not in families:
-            issues.append(
-                FieldRuleError(
-                    f"amiFamily {self.amiFamily!r} is not one of {', '.join(families)}",
-                    at=("amiFamily",),
-                    value=self.amiFamily,
-                )
-            )
-        if self.role is not None and self.instanceProfile is not None:
-            issues.append(
-                FieldRuleError(
-                    "role and instanceProfile cannot both be set: give exactly one (Longshore creates an instance "
-                    "profile for the role, or uses the instance profile you name)",
-                    at=("instanceProfile",),
-                    value=self.instanceProfile,
-                )
-            )
-        if self.role is None and self.instanceProfile is None:
-            issues.append(FieldRuleError("one of role, instanceProfile is required", at=("role",)))
-        roots = [index for index, mapping in enumerate(self.blockDeviceMappings) if mapping.rootVolume]
-        if len(roots) > 1:
-            issues.append(
-                FieldRuleError(
-                    "only one block device mapping may set rootVolume: true",
-                    at=("blockDeviceMappings", roots[1], "rootVolume"),
-                )
-            )
-        return issues
-
-    @model_validator(mode="after")
-    def _rules(self) -> EC2NodeClassSpecV1beta1:
-        issues = self.common_rules(AMI_FAMILIES_V1BETA1)
-        if self.amiFamily is None:
-            issues.append(
-                FieldRuleError("amiFamily is required in karpenter.k8s.aws/v1beta1", at=("amiFamily",))
-            )
-        if self.amiFamily == "Custom" and not self.amiSelectorTerms:
-            issues.append(
-                FieldRuleError(
-                    "amiFamily Custom needs amiSelectorTerms naming the AMIs", at=("amiSelectorTerms",)
-                )
-            )
-        raise_all(issues)
-        return self
-
-
-class EC2NodeClassSpecV1(EC2NodeClassSpecV1beta1):
-    amiSelectorTerms: list[AMITermV1] = []  # type: ignore[assignment]
-    blockDeviceMappings: list[BlockDeviceMappingV1] = []  # type: ignore[assignment]
-    kubelet: KubeletV1 | None = None
-    capacityReservationSelectorTerms: list[CapacityReservationTerm] = []
-    placementGroupSelector: PlacementGroupSelector | None = None
-    networkInterfaces: list[NetworkInterface] = []
-    ipPrefixCount: int | None = None
-    connectionTracking: ConnectionTracking | None = None
-    cpuOptions: CPUOptions | None = None
-
-    @model_validator(mode="after")
-    def _rules(self) -> EC2NodeClassSpecV1:
-        issues = self.common_rules(AMI_FAMILIES_V1)
-        terms = self.amiSelectorTerms
-        aliases = [index for index, term in enumerate(terms) if term.alias is not None]
-        if not terms:
-            issues.append(
-                FieldRuleError(
-                    "amiSelectorTerms is required (for example [{alias: al2023@latest}])",
-                    at=("amiSelectorTerms",),
-                )
-            )
-        if aliases and len(terms) > 1:
-            issues.append(
-                FieldRuleError(
-                    "an alias AMI selector term cannot be combined with other amiSelectorTerms; use the alias alone",
-                    at=("amiSelectorTerms", aliases[0], "alias"),
-                    value=terms[aliases[0]].alias,
-                )
-            )
-        if aliases:
-            alias = terms[aliases[0]].alias or ""
-            alias_family = ALIAS_FAMILIES.get(alias.partition("@")[0].lower())
-            if self.amiFamily is not None and self.amiFamily not in (alias_family, "Custom"):
-                issues.append(
-                    FieldRuleError(
-                        f"amiFamily {self.amiFamily!r} contradicts the alias {alias!r}: leave amiFamily out, "
-                        f"set it to {alias_family} or Custom",
-                        at=("amiFamily",),
-                        value=self.amiFamily,
-                    )
-                )
-        elif terms and self.amiFamily is None:
-            issues.append(
-                FieldRuleError(
-                    "amiFamily is required when amiSelectorTerms has no alias term", at=("amiFamily",)
-                )
-            )
-        if self.ipPrefixCount is not None and self.ipPrefixCount < 0:
-            issues.append(FieldRuleError("ipPrefixCount must not be negative", at=("ipPrefixCount",)))
-        raise_all(issues)
-        return self
-
-
-class EC2NodeClassV1beta1(StrictModel):
-    apiVersion: str
-    kind: str
-    metadata: Metadata
-    spec: EC2NodeClassSpecV1beta1
-    status: object = None
-
-
-class EC2NodeClassV1(StrictModel):
-    apiVersion: str
-    kind: str
-    metadata: Metadata
-    spec: EC2NodeClassSpecV1
     status: object = None

@@ -18,7 +18,6 @@ from pydantic import field_validator, model_validator
 
 from longshore.config.schema.base import (
     FieldRuleError,
-    KubeletV1alpha5,
     Metadata,
     Quantity,
     RequirementV1alpha5,
@@ -28,6 +27,7 @@ from longshore.config.schema.base import (
     raise_all,
 )
 from longshore.config.schema.ec2 import BlockDeviceMappingV1alpha5, MetadataOptions, check_tags
+from longshore.config.schema.kubelet import KubeletV1alpha5
 
 AMI_FAMILIES_V1ALPHA1 = ("AL2", "Bottlerocket", "Ubuntu", "Windows2019", "Windows2022", "Custom")
 
@@ -176,7 +176,7 @@ class ProvisionerSpec(StrictModel):
     @field_validator("labels")
     @classmethod
     def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
-        return check_pool_labels(labels)
+        return check_pool_labels(labels, "v1alpha5")
 
     @field_validator("ttlSecondsAfterEmpty", "ttlSecondsUntilExpired")
     @classmethod

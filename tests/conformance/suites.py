@@ -1,0 +1,45 @@
+"""The four conformance suites: each is a runner and the case modules it runs (one module per upstream file).
+
+`python -m tests.conformance` and `test_conformance.py` both read this table, so the printed counts and the
+pytest run cover the same cases.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tests.conformance.model import Case
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    runner: str  # module with `run(case)`
+    modules: tuple[str, ...]  # modules with `CASES`
+
+    def run(self) -> Callable[[Case], None]:
+        return importlib.import_module(f"tests.conformance.{self.runner}").run  # type: ignore[no-any-return]
+
+    def cases(self) -> list[Case]:
+        found: list[Case] = []
+        for module in self.modules:
+            found.extend(importlib.import_module(f"tests.conformance.cases.{module}").CASES)
+        return found
+
+
+SUITES = (
+    Suite(
+        "scheduling",
+        "scheduling",
+        ("scheduling_suite", "scheduling_topology", "scheduling_instance_selection", "provisioning_suite"),
+    ),
+    Suite(
+        "validation",
+        "validation",
+        ("validation_core_nodepool", "validation_aws_ec2nodeclass", "validation_misc"),
+    ),
+    Suite("examples", "examples", ("examples",)),
+    Suite("allocatable", "allocatable", ("allocatable_instancetype",)),
+)

@@ -33,7 +33,7 @@ from longshore.adapters.events.admission import function_url_event
 from longshore.adapters.memory import MemoryLease
 from longshore.adapters.wake_gate import LeaseWakeGate
 from longshore.core.triggers import PLANNER, PROVISIONER
-from longshore.handlers.trigger import TriggerPorts, logger, serve
+from longshore.wiring.trigger import TriggerPorts, logger, serve
 
 REQUEST_PRICE = 0.20 / 1_000_000  # USD per request
 GB_SECOND_PRICE = 0.0000133334  # USD per GB-second, arm64

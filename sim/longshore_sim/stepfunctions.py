@@ -859,7 +859,7 @@ class _PutToEmit:
 
 def steps_invoker(ports: Any, sink: MetricsSink | None = None) -> TaskInvoker:
     """A Task invoker running `workflow_steps.process_step` in process against `ports` (`StepPorts`)."""
-    from longshore.handlers.workflow_steps import process_step
+    from longshore.wiring.workflow_steps import process_step
 
     adapter = _PutToEmit(sink)
 

@@ -393,7 +393,7 @@ class SimulatedWorld:
 
     def _invoke_step(self, resource: str, payload: Any) -> Any:
         """The workflow-steps Lambda, in process (`handlers.workflow_steps.process_step`) on `step_ports`."""
-        from longshore.handlers.workflow_steps import process_step
+        from longshore.wiring.workflow_steps import process_step
 
         result = process_step(payload, self.step_ports, _EmitSink(self.metrics))
         step = str(payload.get("step") if isinstance(payload, dict) else "")
@@ -417,7 +417,7 @@ class SimulatedWorld:
             return
         from longshore.adapters.events.admission import admission_review, function_url_event
         from longshore.core.triggers import PLANNER, PROVISIONER
-        from longshore.handlers.trigger import process
+        from longshore.wiring.trigger import process
 
         self.webhook_calls += 1
         uid = f"admission-{self.webhook_calls}"
@@ -451,7 +451,7 @@ class SimulatedWorld:
         delete the ones it did not report as failed and make the failed ones visible again. Returns how many
         messages were delivered."""
         from longshore.adapters.events.sqs import lambda_sqs_event
-        from longshore.handlers.interruption import process_batch
+        from longshore.wiring.interruption import process_batch
 
         messages = self.sqs.receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]

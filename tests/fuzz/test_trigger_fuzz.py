@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from longshore.adapters.memory import MemoryLease
 from longshore.adapters.wake_gate import LeaseWakeGate
 from longshore.core.triggers import PLANNER, PROVISIONER
-from longshore.handlers.trigger import TriggerPorts, serve
+from longshore.wiring.trigger import TriggerPorts, serve
 
 SAMPLES = Path(__file__).resolve().parents[1] / "events" / "admission"
 SEEDS = tuple(json.loads(path.read_text()) for path in sorted(SAMPLES.glob("*.json")))

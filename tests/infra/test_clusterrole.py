@@ -15,6 +15,7 @@ import yaml
 from infra.naming import kubernetes_group
 from infra.permissions import HANDLER_MODULES
 
+from longshore.adapters.kube.karpenter import PERMISSIONS as KARPENTER_PERMISSIONS
 from tests.infra.calls import reachable
 from tests.infra.conftest import REPO
 
@@ -141,9 +142,20 @@ def function_permissions(function: str) -> set[Permission]:
         for child in ast.iter_child_nodes(node):
             visit(child)
 
+    karpenter: set[str] = set()
+
+    def visit_karpenter(node: ast.AST) -> None:
+        if isinstance(node, ast.ClassDef) and node.name == "KubeKarpenterObjects":
+            return
+        if isinstance(node, ast.Attribute) and node.attr in KARPENTER_PERMISSIONS:
+            karpenter.add(node.attr)
+        for child in ast.iter_child_nodes(node):
+            visit_karpenter(child)
+
     for node in reachable(HANDLER_MODULES[function]):
         visit(node)
-    return set().union(*(methods[name] for name in names))
+        visit_karpenter(node)
+    return set().union(*(methods[name] for name in names), *(KARPENTER_PERMISSIONS[n] for n in karpenter))
 
 
 def documents() -> list[dict[str, object]]:

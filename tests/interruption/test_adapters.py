@@ -17,8 +17,9 @@ from moto import mock_aws
 from longshore.adapters.aws.lambda_trigger import TRIGGER_SOURCE, LambdaProvisionerTrigger, TriggerError
 from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
 from longshore.core.commands import DisruptionCommand
-from longshore.handlers import interruption as lambda_module
 from longshore.services.interruption import InterruptionService
+from longshore.wiring import interruption as interruption_wiring
+from longshore.wiring.runtime import Runtime
 from tests.conftest import VALID_V1_MANIFESTS
 
 REGION = "us-east-1"
@@ -123,7 +124,7 @@ def test_the_handler_wires_production_adapters_from_the_environment(
         roleArn=role,
     )["stateMachineArn"]
     assert machine == "arn:aws:states:us-east-1:123456789012:stateMachine:d"
-    service = lambda_module.build_service()
+    service = interruption_wiring.build_interruption(Runtime.from_env())
     assert isinstance(service, InterruptionService)
     # the wired workflow is the shared Step Functions adapter: one execution per command, duplicates refused
     warning = DisruptionCommand("i-0123456789abcdef0", "interruption", urgent=True, deadline_epoch=1.0e9)

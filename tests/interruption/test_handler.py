@@ -11,7 +11,9 @@ import pytest
 
 from longshore.core import telemetry
 from longshore.handlers import interruption as lambda_module
-from longshore.handlers.interruption import process_batch
+from longshore.wiring import interruption as interruption_wiring
+from longshore.wiring.interruption import process_batch
+from longshore.wiring.observability import logger
 from tests.interruption.fakes import EVENTS, World, claim, event_for, instance_id, sqs_event
 
 
@@ -116,14 +118,17 @@ def test_the_lambda_entry_point_logs_and_writes_emf_metrics(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     world = World.of(claim(1))
-    monkeypatch.setattr(lambda_module, "_service", world.service())
-    response = lambda_module.handler(
-        sqs_event(
-            body("spot-interruption-warning.json", instance_id(1)),
-            (EVENTS / "malformed-truncated.json").read_text(),
-        ),
-        FakeLambdaContext(),  # type: ignore[arg-type]
-    )
+    interruption_wiring.CONTAINER.install(world.service())
+    try:
+        response = lambda_module.handler(
+            sqs_event(
+                body("spot-interruption-warning.json", instance_id(1)),
+                (EVENTS / "malformed-truncated.json").read_text(),
+            ),
+            FakeLambdaContext(),  # type: ignore[arg-type]
+        )
+    finally:
+        interruption_wiring.CONTAINER.install(None)
     assert response == {"batchItemFailures": []}
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     logs = {record.getMessage(): record.__dict__ for record in caplog.records}
@@ -159,7 +164,7 @@ def test_the_lambda_entry_point_logs_and_writes_emf_metrics(
 def test_foreign_only_messages_get_a_debug_line_and_other_no_ops_an_info_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    lambda_module.logger.setLevel("DEBUG")  # as POWERTOOLS_LOG_LEVEL=DEBUG would set it
+    logger.setLevel("DEBUG")  # as POWERTOOLS_LOG_LEVEL=DEBUG would set it
     try:
         world = World.of(claim(1))
         _, sink = run(
@@ -168,7 +173,7 @@ def test_foreign_only_messages_get_a_debug_line_and_other_no_ops_an_info_line(
             body("state-change-running.json", instance_id(1)),
         )
     finally:
-        lambda_module.logger.setLevel("INFO")
+        logger.setLevel("INFO")
     lines = [(r.levelname, r.getMessage(), r.__dict__.get("message_id")) for r in caplog.records]
     assert (
         "DEBUG",

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from longshore.core import telemetry
-from longshore.handlers.interruption import process_batch
+from longshore.wiring.interruption import process_batch
 from tests.interruption.fakes import EVENTS, World, claim, event_for, instance_id, sqs_event
 from tests.interruption.test_handler import RecordingSink
 

@@ -15,7 +15,7 @@ import pytest
 from moto import mock_aws
 
 from longshore.adapters.events.sqs import lambda_sqs_event
-from longshore.handlers.interruption import process_batch
+from longshore.wiring.interruption import process_batch
 from tests.interruption.fakes import EVENTS, World, claim, event_for, instance_id
 from tests.interruption.test_handler import RecordingSink
 

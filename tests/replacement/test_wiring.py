@@ -22,8 +22,9 @@ from longshore.adapters.aws import instance_types, pricing
 from longshore.adapters.aws import tags as tagnames
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
-from longshore.handlers import workflow_steps
 from longshore.services.replacement import ClusterReplacementLauncher, replacement_claim_id
+from longshore.wiring import workflow_steps
+from longshore.wiring.runtime import Runtime
 from longshore_sim.aws import seed_cluster
 from longshore_sim.clock import VirtualClock
 from tests.builders import real_catalog
@@ -81,7 +82,7 @@ def live_instances() -> list[dict[str, Any]]:
 
 
 def test_build_ports_wires_the_real_replacement_launcher(environment: Cluster) -> None:
-    ports = workflow_steps.build_ports()
+    ports = workflow_steps.build_workflow_steps(Runtime.from_env())
     assert isinstance(ports.replacements, ClusterReplacementLauncher)
 
     node = node_manifest("old", "i-0000000000000old1", instance_type="m5.large")

@@ -16,7 +16,7 @@ from longshore.adapters.aws.secrets import CachedSecret
 from longshore.adapters.events.admission import function_url_event
 from longshore.adapters.wake_gate import DEFAULT_WINDOW_S, LeaseWakeGate
 from longshore.core.triggers import PLANNER, PROVISIONER
-from longshore.handlers.trigger import TriggerPorts, serve
+from longshore.wiring.trigger import TriggerPorts, serve
 from longshore_sim.aws import create_table
 
 SAMPLES = Path(__file__).resolve().parents[1] / "events" / "admission"

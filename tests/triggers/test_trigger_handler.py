@@ -12,7 +12,7 @@ import pytest
 
 from longshore.adapters.events.admission import admission_review, function_url_event
 from longshore.core.triggers import PLANNER, PROVISIONER, admission_targets
-from longshore.handlers import trigger as trigger_handler
+from longshore.wiring import trigger as trigger_handler
 
 SAMPLES = Path(__file__).resolve().parents[1] / "events" / "admission"
 

@@ -34,6 +34,7 @@ from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_funct
 from moto.stepfunctions.parser.utils import camel_to_snake_case
 
 from longshore.handlers import workflow_steps
+from longshore.wiring.workflow_steps import CONTAINER as STEPS
 from longshore.workflow.definition import disruption_definition, rotation_definition
 from tests.workflow.fakes import World
 
@@ -128,7 +129,7 @@ def state_machines(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[St
     monkeypatch.setattr(retrier_decl, "time", types.SimpleNamespace(sleep=world.clock.advance))
     monkeypatch.setattr(state_task_service_callback, "_DELAY_SECONDS_SYNC_CONDITION_CHECK", 0.005)
     _fill_sfn_integration_gap(monkeypatch)
-    workflow_steps.configure(world.ports)
+    STEPS.install(world.ports)
     try:
         with mock_aws(config=MOTO_CONFIG):
             client = boto3.client("stepfunctions", region_name=REGION)
@@ -144,4 +145,4 @@ def state_machines(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[St
             )["stateMachineArn"]
             yield StateMachines(client, disruption, rotation, world)
     finally:
-        workflow_steps.configure(None)
+        STEPS.install(None)

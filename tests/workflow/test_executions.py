@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from longshore.core.commands import DisruptionCommand, RotationRequest
-from longshore.handlers import workflow_steps
+from longshore.wiring import workflow_steps
 from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world
 from tests.workflow.sfn_harness import StateMachines, state_machines
 
@@ -80,7 +80,7 @@ def test_a_failure_before_terminate_rolls_back_the_taint(world: World, machines:
     world.limits = type(world.limits)(max_drain_without_deadline_s=300)
     world.cluster.add_pod(make_pod("db-0", "n1", labels={"app": "db"}))
     world.cluster.pdbs.append(make_pdb("db", {"app": "db"}, max_unavailable=0))
-    workflow_steps.configure(world.ports)  # pick up the shorter limit
+    workflow_steps.CONTAINER.install(world.ports)  # pick up the shorter limit
     command = DisruptionCommand(instance_id="i-1", reason="drifted", requested_at=START)
     result = disrupt(machines, command)
 

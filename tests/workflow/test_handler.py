@@ -8,7 +8,7 @@ import pytest
 
 from longshore.core import telemetry
 from longshore.core.commands import DisruptionCommand
-from longshore.handlers.workflow_steps import process_step
+from longshore.wiring.workflow_steps import process_step
 from longshore.workflow.errors import StepInputError
 from tests.workflow.fakes import World, make_pdb, make_pod, new_world
 

@@ -1,170 +1,23 @@
 """The interruption Lambda: SQS batches of EventBridge events in, partial batch failures out.
 
-Theory of operation: the function is triggered by the interruption queue's event source mapping with
-`ReportBatchItemFailures`. Powertools' `BatchProcessor` runs `handle_record` once per message and returns
-`{"batchItemFailures": [...]}` listing only the messages whose handler raised. Each message therefore ends
-in exactly one of three ways:
-
-- *acted on*: the service carried out at least one action (logged at INFO, `InterruptionActions` counted);
-- *acknowledged as a no-op*: malformed (logged at WARNING, `InterruptionMessagesMalformed`), unknown kind,
-  state without action, ignored rebalance, duplicate, or only foreign instances (logged at DEBUG, as the
-  issue asks for foreign instances, otherwise INFO; `InterruptionMessagesIgnored` by reason). The message is
-  deleted: it would never succeed, so retrying it would only hide it until it reached the DLQ;
-- *failed*: a port raised (throttling, the API server down...). Only that message is reported in
-  `batchItemFailures`; SQS makes it visible again and, after the queue's `maxReceiveCount` receives, moves
-  it to the dead-letter queue (the queue's redrive policy, created by the stack).
-
-`process_batch` is the entry point without the wiring: tests and the simulation call it with their own
-service, clock and metric sink; `handler` wires production adapters once per container (`build_service`).
-Every message also counts `InterruptionMessagesReceived` by kind and `InterruptionQueueLatencyMs` (now minus
-the event's time).
+Each batch goes through `wiring.interruption.process_batch` with the container's interruption service (built at
+the cold start, rebuilt when the cluster config changed): every message is acted on, acknowledged as a no-op
+(malformed ones logged at WARNING and counted), or reported in `batchItemFailures` for SQS to redeliver.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from longshore.adapters.clock import WallClock
-from longshore.adapters.events.parse import MalformedEventError, parse_event
 from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
-from longshore.core import telemetry
-from longshore.ports.clock import Clock
-from longshore.ports.metrics import MetricsSink, PutSink, emitting
-from longshore.services.interruption import InterruptionService, MessageOutcome
-from longshore.wiring.runtime import Runtime
-
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "longshore"))
-tracer = Tracer()
-metrics = Metrics(namespace=telemetry.NAMESPACE)
+from longshore.wiring.interruption import CONTAINER, process_batch
+from longshore.wiring.observability import entry_point, metrics
 
 
-def process_batch(
-    event: Mapping[str, Any],
-    service: InterruptionService,
-    clock: Clock,
-    sink: MetricsSink | PutSink,
-    context: LambdaContext | None = None,
-) -> dict[str, Any]:
-    """Handle one SQS batch; the response lists the messages to retry (`batchItemFailures`)."""
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-
-    emitter = emitting(sink)
-
-    def record_handler(record: SQSRecord) -> str:
-        return handle_record(record, service, clock, emitter)
-
-    response = process_partial_response(
-        event=dict(event), record_handler=record_handler, processor=processor, context=context
-    )
-    return dict(response)
-
-
-def handle_record(record: SQSRecord, service: InterruptionService, clock: Clock, sink: MetricsSink) -> str:
-    """Handle one message; returns how it ended ("acted" or "ignored"), raises to have it retried."""
-    where = {"message_id": record.message_id, "receive_count": record.attributes.approximate_receive_count}
-    try:
-        parsed = parse_event(record.body)
-    except MalformedEventError as error:
-        logger.warning("malformed interruption message acknowledged", extra={**where, "error": str(error)})
-        sink.emit(telemetry.MESSAGES_RECEIVED, 1, "Count", {telemetry.DIM_KIND: "malformed"})
-        sink.emit(telemetry.MESSAGES_MALFORMED, 1, "Count")
-        return "ignored"
-    sink.emit(telemetry.MESSAGES_RECEIVED, 1, "Count", {telemetry.DIM_KIND: parsed.kind})
-    sink.emit(telemetry.QUEUE_LATENCY_MS, max(0.0, (clock.now() - parsed.time) * 1000.0), "Milliseconds")
-    try:
-        outcome = service.handle(parsed)
-    except Exception:
-        logger.exception(
-            "interruption message failed; SQS will redeliver it (and move it to the DLQ after maxReceiveCount)",
-            extra={
-                **where,
-                "kind": parsed.kind,
-                "event_id": parsed.event_id,
-                "instances": list(parsed.instance_ids),
-            },
-        )
-        raise
-    _report(outcome, where, sink)
-    return "acted" if outcome.acted else "ignored"
-
-
-def _report(outcome: MessageOutcome, where: dict[str, str], sink: MetricsSink) -> None:
-    event = outcome.event
-    for instance in outcome.instances:
-        if instance.acted:
-            sink.emit(telemetry.INTERRUPTION_ACTIONS, 1, "Count", {telemetry.DIM_ACTION: instance.action})
-        else:
-            sink.emit(
-                telemetry.MESSAGES_IGNORED,
-                1,
-                "Count",
-                {telemetry.DIM_REASON: instance.ignore_reason or "none"},
-            )
-    fields = {
-        **where,
-        "kind": event.kind,
-        "detail_type": event.detail_type,
-        "event_id": event.event_id,
-        "state": event.state,
-        "note": event.note,
-        "instances": [
-            {"instance_id": i.instance_id, "action": i.action, "ignored": i.ignore_reason, "detail": i.detail}
-            for i in outcome.instances
-        ],
-        "provisioner_triggered": outcome.provisioner_triggered,
-    }
-    if outcome.acted:
-        logger.info("interruption message acted on", extra=fields)
-    elif all(i.ignore_reason == "foreign" for i in outcome.instances):
-        logger.debug(
-            "interruption message names only instances of other clusters; acknowledged", extra=fields
-        )
-    else:
-        logger.info("interruption message acknowledged as a no-op", extra=fields)
-
-
-_service: InterruptionService | None = None
-
-
-def configure(service: InterruptionService | None) -> None:
-    """Install the service `handler` uses (None: build the production one on the next call)."""
-    global _service
-    _service = service
-
-
-def build_service() -> InterruptionService:
-    """Production wiring from the Lambda environment (names in docs/contracts.md)."""
-    from longshore.adapters.aws.lambda_trigger import LambdaProvisionerTrigger
-    from longshore.services.interruption import rebalance_policies
-
-    wiring = Runtime.from_env()
-    return InterruptionService(
-        claims=wiring.claims,
-        offerings=wiring.offerings,
-        workflow=wiring.workflows,
-        cluster=wiring.kube_cluster("longshore-interruption"),
-        instances=wiring.instances,
-        provisioner=LambdaProvisionerTrigger(
-            wiring.client("lambda"), wiring.settings.require("provisioner_function_name")
-        ),
-        clock=wiring.clock,
-        rebalance_policy=rebalance_policies(wiring.config),
-    )
-
-
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@entry_point
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point: `longshore.handlers.interruption.handler`."""
-    global _service
-    if _service is None:
-        _service = build_service()
-    return process_batch(event, _service, WallClock(), PowertoolsMetricsSink(metrics), context)
+    return process_batch(event, CONTAINER.get(), WallClock(), PowertoolsMetricsSink(metrics()), context)

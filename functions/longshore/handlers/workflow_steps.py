@@ -1,133 +1,24 @@
 """The workflow-steps Lambda: one function behind every Task of the disruption and rotation state machines.
 
-Theory of operation: each Task sends `{"step": <name>, "execution": <execution name>, "state": {...}}`
-(see `workflow.definition`). The handler puts the execution name into the state, runs the named step from
-`workflow.steps` against the ports, emits the step's metrics and returns the new state, which Step Functions
-stores as the state's output. A step that raises makes the invocation fail with `errorType` = the exception's
-class name; the state machine retries, rolls back or fails on that name.
-
-`process_step` is the entry point without the wiring (tests and the simulation pass their own ports and
-metric sink); `handler` wires the production adapters once per container (`build_ports`), unless `configure`
-installed other ports first.
+Each Task event runs one step (`wiring.workflow_steps.process_step`) against the container's ports (built at
+the cold start, rebuilt when the cluster config changed) and returns the new state; a step that raises fails the
+invocation with `errorType` = the exception's class, on which the state machine retries, rolls back or fails.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
-from collections.abc import Mapping
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
-
 from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
-from longshore.core import telemetry
-from longshore.ports.metrics import MetricsSink, PutSink, emitting
-from longshore.wiring.runtime import Runtime
-from longshore.workflow.errors import StepInputError
-from longshore.workflow.steps import StepPorts, run_step
+from longshore.wiring.observability import metrics, metrics_entry_point
+from longshore.wiring.workflow_steps import CONTAINER, process_step
 
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "longshore"))
-metrics = Metrics(namespace=telemetry.NAMESPACE)
 # Most steps emit no metric; Powertools would warn on every such invocation.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _report(
-    step: str, before: Mapping[str, Any], after: Mapping[str, Any], ports: StepPorts, sink: MetricsSink
-) -> None:
-    """Metrics of one step: PDB refusals and drain duration (drain), nodes disrupted (finalize)."""
-    drain, previous = _mapping(after.get("drain")), _mapping(before.get("drain"))
-    if step == "drain":
-        blocked = drain.get("passBlocked") or 0
-        if blocked and drain.get("status") != "drained":
-            sink.emit(telemetry.EVICTIONS_BLOCKED_BY_PDB, float(blocked), "Count")
-        started = drain.get("startedAt")
-        if drain.get("status") == "drained" and previous.get("status") != "drained" and started is not None:
-            sink.emit(telemetry.DRAIN_DURATION_S, max(0.0, ports.clock.now() - float(started)), "Seconds")
-    if step == "finalize" and after.get("outcome") == "disrupted":
-        reason = str(after.get("reason") or "unknown")
-        sink.emit(telemetry.NODES_DISRUPTED, 1.0, "Count", {telemetry.DIM_REASON: reason})
-
-
-def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricsSink | PutSink) -> dict[str, Any]:
-    """Run one workflow step for a Task event; returns the new state."""
-    step = event.get("step")
-    state = event.get("state")
-    if not isinstance(step, str):
-        raise StepInputError(f"workflow step event: field 'step' has value {step!r}; expected a step name")
-    if not isinstance(state, Mapping):
-        raise StepInputError(f"workflow step event: field 'state' has value {state!r}; expected an object")
-    execution = event.get("execution")
-    before = dict(state)
-    if isinstance(execution, str) and execution:
-        before["executionName"] = execution
-    context = {"step": step, "execution": execution, "instance_id": before.get("instanceId")}
-    try:
-        after = run_step(step, before, ports)
-    except Exception as error:
-        logger.warning(
-            "workflow step failed", extra={**context, "error": type(error).__name__, "detail": str(error)}
-        )
-        raise
-    logger.info(
-        "workflow step done",
-        extra={
-            **context,
-            "drain": after.get("drain"),
-            "outcome": after.get("outcome"),
-            "rollback": after.get("rollback"),
-        },
-    )
-    _report(step, before, after, ports, emitting(sink))
-    return after
-
-
-_ports: StepPorts | None = None
-
-
-def configure(ports: StepPorts | None) -> None:
-    """Install the ports `handler` uses (None: build the production ones on the next call)."""
-    global _ports
-    _ports = ports
-
-
-def build_ports() -> StepPorts:
-    """Production wiring from the Lambda environment (names in docs/contracts.md)."""
-    from longshore.services.replacement import ClusterReplacementLauncher
-
-    wiring = Runtime.from_env()
-    cluster = wiring.kube_cluster("longshore-disruption")
-    replacements = ClusterReplacementLauncher(
-        cluster=cluster,
-        store=wiring.claims,
-        offerings=wiring.offerings,
-        launcher=wiring.launcher,
-        config=wiring.config,
-        catalog=wiring.catalog_loader(),  # read only when a surge plans
-        metrics=PowertoolsMetricsSink(metrics),
-    )
-    return StepPorts(
-        cluster_name=wiring.settings.cluster_name,
-        cluster=cluster,
-        claims=wiring.claims,
-        instances=wiring.instances,
-        replacements=replacements,
-        clock=wiring.clock,
-        termination_grace_periods={
-            p.name: p.termination_grace_period_seconds for p in wiring.config.node_pools
-        },
-    )
-
-
-@metrics.log_metrics
+@metrics_entry_point
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Lambda entry point: `longshore.handlers.workflow_steps.handler`."""
-    global _ports
-    if _ports is None:
-        _ports = build_ports()
-    return process_step(event, _ports, PowertoolsMetricsSink(metrics))
+    return process_step(event, CONTAINER.get(), PowertoolsMetricsSink(metrics()))

@@ -63,7 +63,7 @@ def build_planner(wiring: Runtime) -> DisruptionService:
         ),
         launcher=wiring.launcher,
         clock=clock,
-        metrics=PowertoolsMetricsSink(metrics),
+        metrics=PowertoolsMetricsSink(metrics()),
         images=ResolvedImages(lambda: AmiResolver(ssm, ec2), config.kubernetes_version, clock.now),
     )
     return DisruptionService(config, wiring.catalog_loader(), ports, logger)

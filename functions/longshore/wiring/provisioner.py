@@ -83,7 +83,7 @@ class ProvisionerRuntime:
             log.warning("could not update Karpenter's objects", extra={"error": str(error)})
 
 
-def build_provisioner(runtime: Runtime, sink: MetricsSink | None = None) -> ProvisionerRuntime:
+def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> ProvisionerRuntime:
     """Wire the production adapters of one container (`sink`: where metrics go; default EMF via Powertools)."""
     from longshore.adapters.kube.karpenter import KubeKarpenterObjects
 
@@ -91,24 +91,24 @@ def build_provisioner(runtime: Runtime, sink: MetricsSink | None = None) -> Prov
         from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
         from longshore.wiring.observability import metrics
 
-        sink = PowertoolsMetricsSink(metrics)
-    cluster = runtime.kube_cluster()
+        sink = PowertoolsMetricsSink(metrics())
+    cluster = wiring.kube_cluster()
     return ProvisionerRuntime(
-        config=runtime.config,
+        config=wiring.config,
         cluster=cluster,
-        store=runtime.claims,
-        offerings=runtime.offerings,
-        lease=runtime.lease,
-        launcher=runtime.launcher,
-        instances=runtime.instances,
-        catalog=runtime.catalog_loader(runtime.subnet_zones),
-        clock=runtime.clock,
+        store=wiring.claims,
+        offerings=wiring.offerings,
+        lease=wiring.lease,
+        launcher=wiring.launcher,
+        instances=wiring.instances,
+        catalog=wiring.catalog_loader(wiring.subnet_zones),
+        clock=wiring.clock,
         metrics=sink,
-        config_text=runtime.config_text,
+        config_text=wiring.config_text,
         karpenter=KarpenterObjectSync(
-            KubeKarpenterObjects(runtime.kube_api, sleep=runtime.clock.sleep), cluster, runtime.clock
+            KubeKarpenterObjects(wiring.kube_api, sleep=wiring.clock.sleep), cluster, wiring.clock
         ),
-        verdicts=runtime.pool_verdicts,
+        verdicts=wiring.pool_verdicts,
     )
 
 

@@ -1,7 +1,6 @@
 """One case per manifest in aws/karpenter-provider-aws `examples/` (v1.14.1); see `tests.conformance.examples`.
 
-Each case states the property its example demonstrates. Windows examples load (the schema accepts them) but
-cannot schedule: Windows offerings are a separate work item (docs/conformance.md, "Examples").
+Each case states the property its example demonstrates.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ GENERAL = {
     "scheduled": "all",
     "labels": {p: {ARCH: "amd64", CT: "on-demand", CAT: ["c", "m", "r"]} for p in PODS},
 }
-WINDOWS = "Windows offerings (AMIs, pricing, user data) are not part of Longshore's catalog yet"
 
 CASES = [
     example("v1/100-cpu-limit.yaml", "a pool limited to 100 vCPUs schedules within its limit", GENERAL),
@@ -59,11 +57,25 @@ CASES = [
     *(
         example(
             f"v1/{name}.yaml",
-            f"{name} loads; its pods wait for Windows offerings",
-            {"unschedulable": "all"},
-            difference=WINDOWS,
+            f"{name}: the pods land on amd64 Windows nodes of the family's build",
+            {
+                "scheduled": "all",
+                "labels": {
+                    p: {
+                        "kubernetes.io/os": "windows",
+                        "node.kubernetes.io/windows-build": build,
+                        ARCH: "amd64",
+                    }
+                    for p in PODS
+                },
+            },
         )
-        for name in ("windows-2019", "windows-2022", "windows-2025", "windows-custom-userdata")
+        for name, build in (
+            ("windows-2019", "10.0.17763"),
+            ("windows-2022", "10.0.20348"),
+            ("windows-2025", "10.0.26100"),
+            ("windows-custom-userdata", "10.0.20348"),
+        )
     ),
     example(
         "workloads/arm64.yaml",

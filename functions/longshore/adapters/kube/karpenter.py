@@ -24,6 +24,32 @@ ROUTES: Final[dict[str, tuple[str, str, str]]] = {
     "NodeClaim": ("karpenter.sh", "v1", "nodeclaims"),
     "EC2NodeClass": ("karpenter.k8s.aws", "v1", "ec2nodeclasses"),
 }
+PERMISSIONS: Final[dict[str, frozenset[tuple[str, str, str]]]] = {
+    # method -> the RBAC permissions (api group, resource, verb) it needs; deploy/clusterrole.yaml grants each
+    # function those of the methods its code names (tests/infra/test_clusterrole.py)
+    "list_objects": frozenset(
+        {
+            ("karpenter.sh", "nodepools", "list"),
+            ("karpenter.sh", "nodeclaims", "list"),
+            ("karpenter.k8s.aws", "ec2nodeclasses", "list"),
+        }
+    ),
+    "write_status": frozenset(
+        {
+            ("karpenter.sh", "nodepools/status", "patch"),
+            ("karpenter.sh", "nodeclaims/status", "patch"),
+            ("karpenter.k8s.aws", "ec2nodeclasses/status", "patch"),
+        }
+    ),
+    "apply": frozenset(
+        {
+            ("karpenter.sh", "nodeclaims", "create"),
+            ("karpenter.sh", "nodeclaims", "patch"),
+            ("karpenter.sh", "nodeclaims/status", "patch"),
+        }
+    ),
+    "release": frozenset({("karpenter.sh", "nodeclaims", "patch"), ("karpenter.sh", "nodeclaims", "delete")}),
+}
 MERGE_PATCH: Final = "application/merge-patch+json"
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
-from longshore.core.catalog import Catalog, InstanceType, Offering
+from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType, Offering
 from longshore.core.model import NodeClass, NodePool, Origin, Settings, Taint
 from longshore.core.pods import HostPort, Pod
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
@@ -94,6 +94,9 @@ def build_template(
 ) -> NodeTemplate:
     labels = dict(pool.labels)
     labels[wk.NODEPOOL] = pool.name
+    build = WINDOWS_BUILDS.get(node_class.ami_family)
+    if build is not None:  # every node of a Windows class runs that build (Karpenter's computeRequirements)
+        labels[wk.OS], labels[wk.WINDOWS_BUILD] = "windows", build
     try:
         requirements = Requirements.of(pool.requirements).intersect(Requirements.from_labels(labels))
         requirements = requirements.intersect(_defaults(pool, requirements))

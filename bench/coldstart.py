@@ -1,7 +1,7 @@
 """The provisioner Lambda's cold start: import plus init, in fresh processes, with compiled bytecode.
 
 Theory of operation: a Lambda cold start runs the handler module's imports, then our init (the first call of
-`handlers.provisioner.runtime()`: RuntimeSettings from the environment, the cluster config from SSM through
+`wiring.provisioner.CONTAINER.get()`: RuntimeSettings from the environment, the cluster config from SSM through
 Powertools parameters, `eks:DescribeCluster`, the node classes' subnets, boto3 clients, the kubernetes client
 with its CoreV1/AppsV1/PolicyV1 APIs, the DynamoDB stores and the fleet launcher). This script measures
 exactly that, in a fresh interpreter per sample, after `compileall` (a deployment ships .pyc):
@@ -39,8 +39,9 @@ CHILD = r"""
 import json, time
 t0 = time.perf_counter()
 import longshore.handlers.provisioner as handler
+from longshore.wiring.provisioner import CONTAINER
 t1 = time.perf_counter()
-runtime = handler.runtime()
+runtime = CONTAINER.get()
 t2 = time.perf_counter()
 import kubernetes
 print(json.dumps({"import_s": t1 - t0, "init_s": t2 - t1, "total_s": t2 - t0,

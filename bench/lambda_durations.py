@@ -79,6 +79,9 @@ class Context:
         return int(self._remaining() * 1000)
 
 
+WEBHOOK_SECRET = "bench-webhook-secret-0123456789abcdef0123456789abcd"  # the URL path the webhook expects
+
+
 def _iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
@@ -121,10 +124,14 @@ def _seed_aws_extras(session: Any, env: dict[str, str]) -> dict[str, str]:
             Handler="index.handler",
             Code={"ZipFile": buffer.getvalue()},
         )
+    secret = session.client("secretsmanager").create_secret(
+        Name="longshore-webhook", SecretString=WEBHOOK_SECRET
+    )
     return {
         "LONGSHORE_DISRUPTION_STATE_MACHINE_ARN": arn,
         "LONGSHORE_PROVISIONER_FUNCTION_NAME": PROVISIONER_FUNCTION,
         "LONGSHORE_PLANNER_FUNCTION_NAME": PLANNER_FUNCTION,
+        "LONGSHORE_WEBHOOK_SECRET_ARN": secret["ARN"],
     }
 
 
@@ -408,6 +415,7 @@ def _cpu_model() -> str:
 def _measure_handlers(runs: int, nodes: list[dict[str, str]]) -> dict[str, Any]:
     from longshore.adapters.events.admission import admission_review, function_url_event
     from longshore.handlers import interruption, planner, provisioner, trigger, workflow_steps
+    from longshore.wiring import provisioner as provisioner_wiring
 
     out: dict[str, Any] = {}
     schedule_event = {"source": "aws.events", "detail-type": "Scheduled Event"}
@@ -416,7 +424,7 @@ def _measure_handlers(runs: int, nodes: list[dict[str, str]]) -> dict[str, Any]:
     calls = iter([16.0])
     cold = Context("cold", lambda: next(calls, 0.0))
     cold_s, _ = _timed(partial(provisioner.handler, schedule_event, cold))
-    service = provisioner.runtime().service(owner="bench-warm")
+    service = provisioner_wiring.CONTAINER.get().service(owner="bench-warm")
     passes = []
     for _ in range(runs):
         seconds, result = _timed(service.run_pass)
@@ -451,7 +459,7 @@ def _measure_handlers(runs: int, nodes: list[dict[str, str]]) -> dict[str, Any]:
     trigger_runs: list[float] = []
     for index in range(runs + 1):
         pod = {"metadata": {"name": f"web-{index}", "namespace": "default"}, "spec": {"containers": []}}
-        event = function_url_event(admission_review(f"bench-{index}", "CREATE", pod))
+        event = function_url_event(admission_review(f"bench-{index}", "CREATE", pod), secret=WEBHOOK_SECRET)
         context = Context(f"trigger-{index}", lambda: 5.0)
         seconds, answer = _timed(partial(trigger.handler, event, context))
         trigger_runs.append(seconds)

@@ -41,7 +41,7 @@ class Container(Generic[T]):
 
     def get(self) -> T:
         if self._built is None:
-            self._runtime = self._new_runtime()
+            self._runtime = self._new_runtime() if self._new_runtime is not None else Runtime.from_env()
             self._built = self._build(self._runtime)
         elif self._runtime is not None:
             try:

@@ -17,7 +17,7 @@ out) and whether the provisioner must run. The service executes the commands; no
 | rebalance recommendation, pool says `notify`    | `notify`    | a Kubernetes Event (plus the log and metric)   |
 | rebalance recommendation, pool says `replace`   | `replace`   | `rebalance` disruption that launches a replacement first |
 | other states (pending, running), unknown events | `ignore`    | none                                           |
-| instance without a claim in this cluster        | `foreign`   | none                                           |
+| instance with neither a claim nor this cluster's tag | `foreign` | none                                        |
 
 Idempotency: every warning-like event for a node (spot, health, stopping, shutting-down, capacity
 reservation) starts the disruption workflow with the same reason, `interruption`, so the execution name
@@ -99,7 +99,7 @@ class OwnedInstance:
     """An instance this cluster launched: its claim, node and offering, and its pool's rebalance policy."""
 
     instance_id: str
-    claim_id: str
+    claim_id: str  # "" when the instance is ours by its cluster tag but no claim records it yet
     nodepool: str
     instance_type: str
     zone: str
@@ -259,7 +259,7 @@ def _decide_owned(
             instance_id=instance.instance_id,
             reason=REBALANCE_REASON,
             node_name=instance.node_name,
-            claim_id=instance.claim_id,
+            claim_id=instance.claim_id or None,
             urgent=False,
             replace=True,
             deadline_epoch=None,
@@ -279,7 +279,7 @@ def _interruption_command(event: InterruptionEvent, instance: OwnedInstance) -> 
         instance_id=instance.instance_id,
         reason=INTERRUPTION_REASON,
         node_name=instance.node_name,
-        claim_id=instance.claim_id,
+        claim_id=instance.claim_id or None,
         urgent=True,
         replace=False,
         deadline_epoch=deadline_of(event),

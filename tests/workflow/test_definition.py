@@ -134,7 +134,8 @@ def test_retried_errors_exist() -> None:
 def test_waits_are_wait_states_and_the_drain_wait_is_computed_by_the_step() -> None:
     states = DEFINITIONS["disruption"]["States"]
     waits = {name: s for name, s in states.items() if s["Type"] == "Wait"}
-    assert set(waits) == {"WaitForReplacement", "WaitForDrain", "WaitForTermination"}
+    assert set(waits) == {"WaitForReplacement", "WaitForDrain", "WaitForTermination", "WaitToRetry"}
+    assert waits["WaitToRetry"]["SecondsPath"] == "$.rollback.waitSeconds"
     assert waits["WaitForDrain"]["SecondsPath"] == "$.drain.waitSeconds"
     assert DEFINITIONS["disruption"]["TimeoutSeconds"] > 0 and DEFINITIONS["rotation"]["TimeoutSeconds"] > 0
 

@@ -41,7 +41,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from longshore.core.commands import DisruptionCommand, RotationRequest
+from longshore.core.commands import (
+    MAX_ATTEMPTS,
+    RESTARTABLE_STATUSES,
+    DisruptionCommand,
+    RotationRequest,
+    attempt_name,
+)
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.workflow import StartResult
 
@@ -898,7 +904,16 @@ class SimulatedWorkflows:
         return StartResult(started, name, self.simulator.execution(name, arn).arn)
 
     def start(self, command: DisruptionCommand) -> StartResult:
-        return self._start(self.disruption_arn, command.execution_name(), command.to_input())
+        """As the Step Functions adapter: a failed, aborted or timed-out execution is started again under
+        `attempt_name`; a running or succeeded one makes the start a no-op."""
+        base = command.execution_name()
+        name = base
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            name = attempt_name(base, attempt)
+            known = {e.name: e for e in self.simulator.executions(self.disruption_arn)}.get(name)
+            if known is None or known.status not in RESTARTABLE_STATUSES:
+                break
+        return self._start(self.disruption_arn, name, command.to_input())
 
     def start_surge(
         self, command: DisruptionCommand, replacement_claim_id: str, give_up_at: float | None

@@ -13,6 +13,9 @@ Disruption:
              -> Taint -> Drain <-> WaitForDrain -> Terminate -> WaitForTermination <-> CheckTermination
              -> Finalize
     any error from LaunchReplacement .. Drain  -> Rollback -> RolledBack (Fail, with the original error)
+        except for a reclaim (reason `interruption`), which is never untainted: Rollback keeps the taint and,
+        before the deadline, WaitToRetry -> Taint -> Drain again; at the deadline -> RolledBack (Fail) with
+        the node still cordoned (a later event may start a new attempt, see `adapters.aws.stepfunctions`)
     any error from Terminate, CheckTermination -> AbortTermination -> TerminationFailed (Fail, with the
         original error): the drain is complete by then; the node is untainted when its instance still runs
         (and is not being reclaimed by AWS), left cordoned when the instance is going away
@@ -131,7 +134,9 @@ def disruption_definition(steps_function_arn: str) -> Definition:
                 "$.termination.status", {"StringEquals": "terminated"}, "Finalize", "WaitForTermination"
             ),
             "Finalize": _step(fn, "finalize", None, rollback=False),
-            "Rollback": _step(fn, "rollback", "RolledBack", rollback=False),
+            "Rollback": _step(fn, "rollback", "RetryReclaim", rollback=False),
+            "RetryReclaim": _choice("$.rollback.retry", {"BooleanEquals": True}, "WaitToRetry", "RolledBack"),
+            "WaitToRetry": {"Type": "Wait", "SecondsPath": "$.rollback.waitSeconds", "Next": "Taint"},
             "AbortTermination": _step(fn, "abort_termination", "TerminationFailed", rollback=False),
             "TerminationFailed": {
                 "Type": "Fail",
@@ -142,7 +147,8 @@ def disruption_definition(steps_function_arn: str) -> Definition:
             },
             "RolledBack": {
                 "Type": "Fail",
-                "Comment": "The taint was removed; the error that caused the rollback is the execution's error",
+                "Comment": "The taint was removed (a reclaim keeps it); the error that caused the rollback is the "
+                "execution's error",
                 "ErrorPath": "$.rollback.error",
                 "CausePath": "$.rollback.reason",
             },

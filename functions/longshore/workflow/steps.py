@@ -23,6 +23,7 @@ execution per node (a canary first).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -35,7 +36,7 @@ from longshore.core.drain import DrainPlan, drain_pod_from_manifest, effective_d
 from longshore.core.interruption import INTERRUPTION_REASON
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances
-from longshore.ports.kube import Cluster, KubeEvent, Manifest, NodePatch, ObjectRef
+from longshore.ports.kube import Cluster, ClusterUnavailableError, KubeEvent, Manifest, NodePatch, ObjectRef
 from longshore.ports.store import ClaimStore
 from longshore.ports.workflow import ReplacementLauncher
 from longshore.workflow import nodes
@@ -71,6 +72,9 @@ class WorkflowLimits:
     max_drain_without_deadline_s: float = 3600.0
     max_deadline_s: float = 23 * 3600.0
     max_termination_polls: int = 60
+    reclaim_retry_s: float = (
+        15.0  # a failed reclaim drain waits this long (at most) before it goes round again
+    )
 
 
 @dataclass(frozen=True)
@@ -458,11 +462,49 @@ def _error_text(error: Mapping[str, Any]) -> tuple[str, str]:
     return name, cause
 
 
+def _reclaim_retry(current: DisruptionState, name: str, message: str, ports: StepPorts) -> State:
+    """A reclaim never rolls back: the instance goes at its deadline whatever we do, and an untainted node
+    would take new pods onto it. Keep the taint; before the deadline, go round again (Taint, Drain) after a
+    short wait; at the deadline, give up with the node still cordoned. No Kubernetes call before the decision:
+    the failure is often the API itself."""
+    now = ports.clock.now()
+    previous = dict(current.extra).get("rollback")
+    retries = int(previous.get("retries", 0)) if isinstance(previous, Mapping) else 0
+    deadline = current.deadline if current.deadline is not None else current.command.deadline_epoch
+    retry = deadline is not None and now < deadline
+    wait = int(min(ports.limits.reclaim_retry_s, max(1.0, math.ceil((deadline or now) - now))))
+    if not retry and current.node_name:
+        with contextlib.suppress(ClusterUnavailableError):
+            _event(
+                ports,
+                ObjectRef(kind="Node", name=current.node_name),
+                "DisruptionFailed",
+                f"Reclaim drain gave up at its deadline after {retries} retries: {name}: {message}; "
+                "the node stays cordoned until the instance is gone",
+                warning=True,
+            )
+    record = {
+        "error": name,
+        "reason": message,
+        "untainted": False,
+        "retry": retry,
+        "retries": retries + (1 if retry else 0),
+        "waitSeconds": wait,
+    }
+    data = current.evolve(outcome=None if retry else "reclaim-failed").to_json()
+    data["rollback"] = record
+    return data
+
+
 def rollback(state: State, ports: StepPorts) -> State:
-    """Remove this execution's taint and annotations, and record why on the node (an Event) and in the state."""
+    """Remove this execution's taint and annotations, and record why on the node (an Event) and in the state.
+
+    A reclaim (reason `interruption`) is never rolled back: see `_reclaim_retry`."""
     current = DisruptionState.from_json(state)
     error = dict(current.extra).get("error") or {}
     name, message = _error_text(error if isinstance(error, Mapping) else {})
+    if _reclaims(current.command):
+        return _reclaim_retry(current, name, message, ports)
     node = ports.cluster.get_node(current.node_name) if current.node_name else None
     untainted = False
     if node is not None and nodes.disrupted_by(node) == current.execution_name and current.execution_name:
@@ -484,7 +526,7 @@ def rollback(state: State, ports: StepPorts) -> State:
             f"Disruption ({current.command.reason}) rolled back: {name}: {message}{extra}",
             warning=True,
         )
-    record = {"error": name, "reason": message, "untainted": untainted}
+    record = {"error": name, "reason": message, "untainted": untainted, "retry": False}
     rolled = current.evolve(outcome="rolled-back", tainted=current.tainted and not untainted)
     data = rolled.to_json()
     data["rollback"] = record

@@ -14,8 +14,11 @@ and carries the decisions out through the ports:
     launch_timeout        no instance 5 min after the claim was written: forget the claim
     registration_timeout  no Node 15 min after launch: terminate the instance, forget the claim
     instance_gone         the instance died under us: forget the claim (and delete its Node if one is left)
-    orphan                a live instance tagged for the cluster that no claim owns, older than the grace
-                          period: terminate it
+    orphan                a live instance tagged for the cluster that no claim owns (`core.orphans`): with a
+                          live Node it is re-adopted (its claim rebuilt from tags and the Node); without one
+                          it is terminated once older than the registration timeout, at most max(1, 10 %)
+                          per pass; more unclaimed instances than that: none is collected, an error is
+                          logged and `OrphansMassDetected` emitted
 
 Store writes are conditional on the claim's version (compare-and-put, and `delete_if` when a claim is
 forgotten), so a concurrent launcher (or another run) that changed a claim wins and the decision waits for
@@ -43,12 +46,12 @@ from longshore.core.claims import (
     NodeClaim,
     NodeObservation,
     decide_lifecycle,
-    decide_orphans,
     instance_id_of,
     provider_id,
     transition,
 )
 from longshore.core.model import ClusterConfig, Taint
+from longshore.core.orphans import adopted_claim, plan_orphans
 from longshore.core.taints import UNREGISTERED_TAINT
 from longshore.ports.cloud import Instances
 from longshore.ports.kube import Cluster, NodePatch
@@ -192,7 +195,7 @@ class Lifecycle:
                     terminated.append(claim.instance_id)
             if not (done and decision.action in FORGETTING):
                 survivors.append(claim)
-        orphans = self._collect_orphans(owned, survivors, now) if check_cloud else ()
+        orphans = self._collect_orphans(owned, survivors, node_by_instance, now) if check_cloud else ()
         after = self._store.list() if changed else current
         return LifecycleOutcome(tuple(actions), tuple(terminated), orphans, after, check_cloud)
 
@@ -303,13 +306,28 @@ class Lifecycle:
         return True
 
     def _collect_orphans(
-        self, owned: Iterable[CloudInstance], survivors: Iterable[NodeClaim], now: float
+        self,
+        owned: Iterable[CloudInstance],
+        survivors: Iterable[NodeClaim],
+        nodes: Mapping[str | None, NodeObservation],
+        now: float,
     ) -> tuple[str, ...]:
-        candidates = decide_orphans(owned, survivors, now, self._orphan_grace_s)
+        by_instance = {k: v for k, v in nodes.items() if k}
+        plan = plan_orphans(owned, survivors, by_instance, now, self._orphan_grace_s)
+        for instance, node in plan.adopt:
+            self._readopt(instance, node, now)
+        if plan.mass:
+            log.error(
+                "mass orphans: more never-registered instances tagged for the cluster have no claim than one "
+                "pass may collect; collecting none (check the claim table and the instance tags)",
+                extra={"candidates": plan.candidates, "bound": plan.bound, "readopted": len(plan.adopt)},
+            )
+            self._metrics.emit(telemetry.ORPHANS_MASS_DETECTED, float(plan.candidates))
+            return ()
         # A claim written after we listed (a concurrent launch) owns its instance: look again before killing.
         orphans = [
             o
-            for o in candidates
+            for o in plan.collect
             if (o.claim_id is None or _no_adopter(self._store.get(o.claim_id)))
             and self._store.by_instance(o.instance_id) is None
         ]
@@ -318,7 +336,7 @@ class Lifecycle:
         self._instances.terminate(o.instance_id for o in orphans)
         for orphan in orphans:
             log.warning(
-                "terminated orphan instance",
+                "terminated orphan instance (it never registered a node)",
                 extra={
                     "instance": orphan.instance_id,
                     "claim": orphan.claim_id,
@@ -327,6 +345,23 @@ class Lifecycle:
             )
         self._metrics.emit(telemetry.ORPHANS_TERMINATED, float(len(orphans)))
         return tuple(o.instance_id for o in orphans)
+
+    def _readopt(self, instance: CloudInstance, node: NodeObservation, now: float) -> None:
+        """Rebuild the claim of an unclaimed instance whose Node is live (its tagged id when that is free)."""
+        tagged = instance.claim_id
+        free = tagged is not None and self._store.get(tagged) is None
+        claim_id = tagged if free and tagged else f"adopted-{instance.instance_id}"
+        pool = instance.nodepool or dict(node.labels).get(wk.NODEPOOL, "")
+        try:
+            node_class = self._config.pool(pool).node_class
+        except KeyError:
+            node_class = ""
+        claim = adopted_claim(instance, node, claim_id, node_class, now)
+        if self._store.by_instance(instance.instance_id) is None and self._store.create_if_absent(claim):
+            log.warning(
+                "re-adopted instance with a live node and no claim",
+                extra={"instance": instance.instance_id, "node": node.name, "claim": claim_id},
+            )
 
 
 def _no_adopter(claim: NodeClaim | None) -> bool:

@@ -8,7 +8,7 @@ import pytest
 
 from longshore.adapters.events.parse import parse_event
 from longshore.core.claims import NodeClaim
-from longshore.core.interruption import UNAVAILABLE_SECONDS
+from longshore.core.interruption import SCHEDULED_CHANGE_GRACE_SECONDS, UNAVAILABLE_SECONDS
 from longshore.services.interruption import MessageOutcome, rebalance_policies
 from tests.interruption.fakes import World, claim, event_for, instance_id
 
@@ -84,7 +84,8 @@ def test_a_health_event_naming_two_instances_drains_both() -> None:
     commands = world.workflow.executions.values()
     assert sorted(c.instance_id for c in commands) == [instance_id(4), instance_id(5)]
     start = outcome.event.deadline
-    assert all(c.deadline_epoch == start and c.urgent for c in commands)
+    assert start is not None
+    assert all(c.deadline_epoch == start - SCHEDULED_CHANGE_GRACE_SECONDS and c.urgent for c in commands)
     assert (
         world.offerings.unavailable(world.clock.now()) == frozenset()
     )  # health events do not mark offerings

@@ -40,6 +40,7 @@ from longshore.ports.cloud import Instances, Launcher
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
+from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings, run_invocation
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "longshore"))
@@ -62,6 +63,7 @@ class ProvisionerRuntime:
     clock: Clock
     metrics: MetricsSink
     config_text: str = ""
+    workflow: DisruptionWorkflow | None = None  # drains deleted Nodes; None: no state machine ARN configured
 
     def service(self, owner: str) -> ProvisionerService:
         return ProvisionerService(
@@ -77,6 +79,7 @@ class ProvisionerRuntime:
             metrics=self.metrics,
             owner=owner,
             settings=ProvisionerSettings.from_config(self.config),
+            workflow=self.workflow,
         )
 
 
@@ -111,6 +114,7 @@ def _provisioner_runtime(wiring: Runtime, sink: MetricsSink | None = None) -> Pr
         clock=wiring.clock,
         metrics=sink or PowertoolsMetricsSink(metrics),
         config_text=wiring.config_text,
+        workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
     )
 
 

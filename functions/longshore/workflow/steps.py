@@ -26,8 +26,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from longshore.core.claims import NodeClaim
@@ -60,8 +61,10 @@ class WorkflowLimits:
     """Bounds on every loop of the disruption workflow (all in seconds unless named otherwise).
 
     Step Functions standard executions stop at 25,000 history events; a drain pass costs about 8 events,
-    so `max_drain_passes` keeps a whole execution well under the limit, and `max_deadline_s` clamps a far
-    deadline to what those passes can cover (5 min at `drain_poll_fast_s`, then `drain_poll_slow_s`).
+    so `max_drain_passes` keeps one execution well under the limit. A deadline is never clamped: a drain
+    that must go on longer than `max_execution_drain_s` (a scheduled change two weeks away, with a pod a
+    PodDisruptionBudget protects) continues in a new execution (drain status `continued`), which takes the
+    node over and goes on draining, PDB-safe, until the real deadline.
     """
 
     replacement_timeout_s: float = 20 * 60.0  # Karpenter: 5 min launch + 15 min registration
@@ -70,7 +73,7 @@ class WorkflowLimits:
     drain_fast_phase_s: float = 5 * 60.0
     max_drain_passes: int = 1500
     max_drain_without_deadline_s: float = 3600.0
-    max_deadline_s: float = 23 * 3600.0
+    max_execution_drain_s: float = 20 * 3600.0
     max_termination_polls: int = 60
     reclaim_retry_s: float = (
         15.0  # a failed reclaim drain waits this long (at most) before it goes round again
@@ -233,8 +236,6 @@ def taint(state: State, ports: StepPorts) -> State:
         relative = now + current.drain_seconds
         command_deadline = relative if command_deadline is None else min(command_deadline, relative)
     deadline = effective_deadline(command_deadline, now, grace)
-    if deadline is not None:
-        deadline = min(deadline, now + limits.max_deadline_s)
     give_up_at = None if deadline is not None else now + limits.max_drain_without_deadline_s
     drain = DrainProgress(status="draining", started_at=now, wait_seconds=limits.drain_poll_fast_s)
     progressed = current.evolve(deadline=deadline, give_up_at=give_up_at, drain=drain)
@@ -310,14 +311,18 @@ def drain(state: State, ports: StepPorts) -> State:
         return current.evolve(
             drain=DrainProgress(status="drained", started_at=started_at, summary="no node")
         ).to_json()
-    node = ports.cluster.get_node(current.node_name)
+    node_name: str = current.node_name
+    node = ports.cluster.get_node(node_name)
+    if progress.status == "continued":
+        node, progress = _resume(current, progress, node, ports, now)
+        current = current.evolve(drain=progress)
     holder = _held_by_other_execution(node, current.execution_name) if node is not None else None
     if holder is not None:
         # Another execution (a reclaim: only a reclaim takes a held node over) now holds the node and drains
         # it by its own deadline. Yield: no eviction from here, no termination, no rollback of its taint.
         _event(
             ports,
-            nodes.ref_of(node) if node is not None else ObjectRef(kind="Node", name=current.node_name),
+            nodes.ref_of(node) if node is not None else ObjectRef(kind="Node", name=node_name),
             "DisruptionSuperseded",
             f"Disruption ({current.command.reason}) yields node {current.node_name} to execution {holder}",
         )
@@ -362,7 +367,7 @@ def drain(state: State, ports: StepPorts) -> State:
             f"{progress.summary or summarize(plan)}"
         )
 
-    node_ref = ObjectRef(kind="Node", name=current.node_name)
+    node_ref = ObjectRef(kind="Node", name=node_name)
     for deletion in plan.delete:
         pod = deletion.pod
         if ports.cluster.delete_pod(pod.namespace, pod.name, grace_period_seconds=deletion.grace_seconds):
@@ -390,7 +395,9 @@ def drain(state: State, ports: StepPorts) -> State:
             f"Failed to drain node, {plan.remaining} pods are waiting: {summary}",
             True,
         )
-    drained = DrainProgress(
+    segment = progress.segment_started_at if progress.segment_started_at is not None else started_at
+    drained = replace(
+        progress,
         status="draining",
         started_at=started_at,
         passes=passes,
@@ -401,8 +408,38 @@ def drain(state: State, ports: StepPorts) -> State:
         blocked_by_pdb=progress.blocked_by_pdb + len(blocked),
         pass_blocked=len(blocked),
         summary=summary,
+        segment_started_at=segment,
     )
+    if now - segment >= ports.limits.max_execution_drain_s:
+        drained = replace(
+            drained,
+            status="continued",
+            wait_seconds=0,
+            chain=drained.chain + 1,
+            continuation=_continuation_name(current.execution_name, drained.chain + 1),
+            continued_from=current.execution_name,
+        )
     return current.evolve(drain=drained).to_json()
+
+
+def _continuation_name(execution_name: str, chain: int) -> str:
+    root = re.sub(r"-c\d+$", "", execution_name) or "disruption"
+    return execution_name_of(root, f"c{chain}")
+
+
+def _resume(
+    current: DisruptionState, progress: DrainProgress, node: Manifest | None, ports: StepPorts, now: float
+) -> tuple[Manifest | None, DrainProgress]:
+    """The first Drain of a continued execution: take the node over from the execution that continued into
+    this one (its disruption annotation names that execution), and start a new segment."""
+    if node is not None and nodes.disrupted_by(node) == progress.continued_from and current.execution_name:
+        patched = ports.cluster.patch_node(
+            nodes.name_of(node),
+            NodePatch(annotations=((nodes.DISRUPTION_ANNOTATION, current.execution_name),)),
+        )
+        node = patched if patched is not None else node
+    resumed = replace(progress, status="draining", passes=0, segment_started_at=now, continuation=None)
+    return node, resumed
 
 
 # ----------------------------------------------------------------------------------------------------------

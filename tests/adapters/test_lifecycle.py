@@ -75,6 +75,7 @@ def test_registration_then_initialization(world: World) -> None:
     node = cluster.nodes["ip-10-0-0-1"]
     assert cluster.taints("ip-10-0-0-1") == [(STARTUP["key"], STARTUP["effect"])]
     assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+    assert node["metadata"]["finalizers"] == ["karpenter.sh/termination"], "deleting the Node drains it first"
     assert node["metadata"]["labels"]["team"] == "web"  # the pool's labels
     assert sink.total(telemetry.NODES_REGISTERED) == 1
     record = world.store.get(claim_id)

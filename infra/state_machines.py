@@ -126,6 +126,7 @@ class StateMachines(Construct):
 SYNC_SUFFIXES = (".sync:2", ".sync")
 STEPS_INVOKE = ("arn:aws:states:::lambda:invoke", "arn:aws:states:::lambda:invoke.waitForTaskToken")
 START_EXECUTION = "arn:aws:states:::states:startExecution"
+SELF = "$$.StateMachine.Id"  # a machine that continues itself in a new execution (a drain chained past 20 h)
 
 
 def integration_statements(
@@ -142,6 +143,7 @@ def integration_statements(
     invokes_steps = False
     started: dict[str, str] = {}
     waits_for_sync = False
+    starts_itself = False
     for where, state in task_states(document):
         resource = state.get("Resource")
         if resource in STEPS_INVOKE or _is_same_arn(resource, steps_function.function_arn):
@@ -151,6 +153,9 @@ def integration_statements(
             invokes_steps = True
         elif isinstance(resource, str) and resource.startswith(START_EXECUTION):
             suffix = resource[len(START_EXECUTION) :]
+            if suffix == "" and _parameter(state, "StateMachineArn.$") == SELF:
+                starts_itself = True
+                continue
             target = _parameter(state, "StateMachineArn")
             if suffix not in ("", *SYNC_SUFFIXES) or target not in startable:
                 raise UnknownIntegration(
@@ -174,6 +179,14 @@ def integration_statements(
         )
     if started:
         statements.append(iam.PolicyStatement(actions=["states:StartExecution"], resources=sorted(started)))
+    if starts_itself:
+        own = stack.format_arn(
+            service="states",
+            resource="stateMachine",
+            resource_name=machine_name,
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
+        statements.append(iam.PolicyStatement(actions=["states:StartExecution"], resources=[own]))
     if started and waits_for_sync:
         statements.append(
             iam.PolicyStatement(

@@ -41,7 +41,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from longshore.core.commands import DisruptionCommand, RotationRequest
+from longshore.core.commands import (
+    MAX_ATTEMPTS,
+    RESTARTABLE_STATUSES,
+    DisruptionCommand,
+    RotationRequest,
+    attempt_name,
+)
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.workflow import StartResult
 
@@ -50,6 +56,7 @@ Definition = Mapping[str, Any]
 TaskInvoker = Callable[[str, JSON], JSON]
 
 START_EXECUTION_SYNC: Final = "arn:aws:states:::states:startExecution.sync:2"
+START_EXECUTION: Final = "arn:aws:states:::states:startExecution"  # fire and forget
 MAX_HISTORY_EVENTS: Final = 25_000
 REGION: Final = "us-east-1"
 ACCOUNT: Final = "123456789012"
@@ -364,7 +371,7 @@ def validate_definition(definition: Definition, where: str = "definition") -> No
         if kind == "Task":
             resource = state.get("Resource")
             if not isinstance(resource, str) or not (
-                resource == START_EXECUTION_SYNC or resource.startswith("arn:aws:lambda:")
+                resource in (START_EXECUTION_SYNC, START_EXECUTION) or resource.startswith("arn:aws:lambda:")
             ):
                 raise SimulatorError(
                     f"{here}: field 'Resource' has value {resource!r}; supported: a Lambda function ARN or "
@@ -741,6 +748,8 @@ class StepFunctionsSimulator:
         if resource == START_EXECUTION_SYNC:
             result = yield from self._nested(execution, payload, where)
             return result
+        if resource == START_EXECUTION:
+            return self._detached(payload, where)
         self._event(execution, "LambdaFunctionScheduled", state=where)
         self._event(execution, "LambdaFunctionStarted", state=where)
         try:
@@ -752,6 +761,25 @@ class StepFunctionsSimulator:
         self._event(execution, "LambdaFunctionSucceeded", state=where)
         return _json_copy(result, f"{where} result")
         yield  # pragma: no cover - makes this a generator
+
+    def _detached(self, payload: JSON, where: str) -> JSON:
+        """`states:startExecution` without `.sync`: start the execution and go on without waiting for it."""
+        if not isinstance(payload, dict):
+            raise StatesError("States.Runtime", f"{where}: startExecution parameters must be an object")
+        arn = str(payload.get("StateMachineArn"))
+        definition = self._machines.get(arn)
+        if definition is None:
+            raise StatesError(
+                "StepFunctions.StateMachineDoesNotExistException", f"{where}: no state machine {arn}"
+            )
+        name = str(payload.get("Name") or "")
+        child_input = payload.get("Input", {})
+        if isinstance(child_input, str):
+            child_input = json.loads(child_input)
+        child = self._start(name, arn, definition, child_input, parent=None)
+        if child is None:
+            raise StatesError("StepFunctions.ExecutionAlreadyExistsException", f"{where}: {name} exists")
+        return {"ExecutionArn": child.arn, "StartDate": _iso(self._now)}
 
     def _nested(self, execution: Execution, payload: JSON, where: str) -> Generator[_Blocked, None, JSON]:
         if not isinstance(payload, dict):
@@ -898,7 +926,16 @@ class SimulatedWorkflows:
         return StartResult(started, name, self.simulator.execution(name, arn).arn)
 
     def start(self, command: DisruptionCommand) -> StartResult:
-        return self._start(self.disruption_arn, command.execution_name(), command.to_input())
+        """As the Step Functions adapter: a failed, aborted or timed-out execution is started again under
+        `attempt_name`; a running or succeeded one makes the start a no-op."""
+        base = command.execution_name()
+        name = base
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            name = attempt_name(base, attempt)
+            known = {e.name: e for e in self.simulator.executions(self.disruption_arn)}.get(name)
+            if known is None or known.status not in RESTARTABLE_STATUSES:
+                break
+        return self._start(self.disruption_arn, name, command.to_input())
 
     def start_surge(
         self, command: DisruptionCommand, replacement_claim_id: str, give_up_at: float | None

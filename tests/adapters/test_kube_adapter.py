@@ -215,3 +215,21 @@ def test_watch_pending_pods(emulator: KubeApiEmulator, kube: KubeCluster, clock:
     watcher.join(timeout=10)
     assert not watcher.is_alive()
     assert {name for _, name in seen} == {"pending", "late", "finished"}  # unbound pods only
+
+
+def test_the_termination_finalizer_holds_a_deleted_node_until_delete_node_releases_it(
+    emulator: KubeApiEmulator, kube: KubeCluster
+) -> None:
+    """`kubectl delete node` on a managed node only marks it (deletionTimestamp); Longshore's own delete_node,
+    called once the instance is drained and terminated, releases the finalizer and the Node goes."""
+    seed(emulator)
+    kube.patch_node("n1", NodePatch(add_finalizers=("karpenter.sh/termination",)))
+    kube.patch_node("n1", NodePatch(add_finalizers=("karpenter.sh/termination",)))  # idempotent (a set)
+    assert kube.get_node("n1")["metadata"]["finalizers"] == ["karpenter.sh/termination"]  # type: ignore[index]
+
+    emulator.store.delete("nodes", "n1")  # what `kubectl delete node n1` does
+    held = kube.get_node("n1")
+    assert held is not None and held["metadata"].get("deletionTimestamp"), "held by the finalizer"
+
+    assert kube.delete_node("n1") is True
+    assert kube.get_node("n1") is None

@@ -75,6 +75,7 @@ def test_registration_then_initialization(world: World) -> None:
     node = cluster.nodes["ip-10-0-0-1"]
     assert cluster.taints("ip-10-0-0-1") == [(STARTUP["key"], STARTUP["effect"])]
     assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+    assert node["metadata"]["finalizers"] == ["karpenter.sh/termination"], "deleting the Node drains it first"
     assert node["metadata"]["labels"]["team"] == "web"  # the pool's labels
     assert sink.total(telemetry.NODES_REGISTERED) == 1
     record = world.store.get(claim_id)
@@ -143,15 +144,19 @@ def test_a_launching_claim_without_an_instance_is_forgotten_after_the_launch_tim
     assert world.store.get(req.claim.id) is None
 
 
-def test_orphans_are_terminated_only_after_the_grace_period(world: World) -> None:
+def test_an_orphan_that_never_registered_is_terminated_only_after_the_registration_timeout(
+    world: World,
+) -> None:
     lifecycle, _, sink = _lifecycle(world)
     claim_id, instance_id = _crashed_after_create_fleet(world)
     world.store.delete(claim_id)  # the record is gone: nobody will adopt this instance
-    kept_id, _ = _launched(world, pods=("default/kept",))
+    kept_id, kept_provider = _launched(world, pods=("default/kept",))
+    nodes = [_node("ip-10-0-0-2", kept_provider, ready=True, taints=[])]
 
-    young = lifecycle.reconcile([], NOW + ORPHAN_GRACE_S - 1)
+    assert lifecycle.reconcile(nodes, NOW + ORPHAN_GRACE_S).orphans == (), "a minute is not enough"
+    young = lifecycle.reconcile(nodes, NOW + REGISTRATION_TIMEOUT_S - 1)
     assert young.orphans == ()
-    old = lifecycle.reconcile([], NOW + ORPHAN_GRACE_S)
+    old = lifecycle.reconcile(nodes, NOW + REGISTRATION_TIMEOUT_S)
     assert old.orphans == (instance_id,)
     assert _state(world, instance_id) in ("shutting-down", "terminated")
     assert [i["InstanceId"] for i in world.live_instances()] == [world.store.get(kept_id).instance_id]  # type: ignore[union-attr]
@@ -180,7 +185,8 @@ def test_a_duplicate_instance_tagged_with_a_claim_that_records_another_is_collec
         )
     )
 
-    outcome = lifecycle.reconcile([], NOW + ORPHAN_GRACE_S)
+    nodes = [_node("ip-10-0-0-2", str(kept.provider_id), ready=True, taints=[])]
+    outcome = lifecycle.reconcile(nodes, NOW + REGISTRATION_TIMEOUT_S)
     assert outcome.orphans == (duplicate_id,)
     assert _state(world, duplicate_id) in ("shutting-down", "terminated")
     assert [i["InstanceId"] for i in world.live_instances()] == [kept.instance_id]
@@ -254,3 +260,76 @@ def test_a_claim_another_run_registers_while_it_times_out_is_neither_deleted_nor
     record = world.store.get(claim_id)
     assert record is not None and (record.state, record.node_name) == ("registered", "ip-10-0-0-9")
     assert _state(world, instance_id) in ("pending", "running"), "a registered node's instance is kept"
+
+
+def _tagged_instances(world: World, count: int) -> list[str]:
+    """`count` running instances tagged for the cluster (as Longshore launches them), with no claim at all."""
+    ids = []
+    for n in range(count):
+        _launched(world, pods=(f"default/p{n}",))
+    for claim in world.store.list():
+        ids.append(str(claim.instance_id))
+        world.store.delete(claim.id)  # the claim table was emptied (or re-created)
+    return sorted(ids)
+
+
+def _nodes_for(world: World, instance_ids: list[str]) -> list[dict[str, Any]]:
+    described = world.instances.describe(instance_ids)
+    return [
+        _node(f"ip-10-0-1-{n}", f"aws:///{i.zone}/{i.instance_id}", ready=True, taints=[])
+        for n, i in enumerate(described)
+    ]
+
+
+def test_an_emptied_claim_table_terminates_no_live_node_and_rebuilds_the_claims(world: World) -> None:
+    lifecycle, cluster, sink = _lifecycle(world)
+    ids = _tagged_instances(world, 3)
+    nodes = _nodes_for(world, ids)
+    for node in nodes:
+        cluster.add_node(node)
+
+    outcome = lifecycle.reconcile(cluster.list_nodes(), NOW + 24 * 3600)
+
+    assert outcome.orphans == ()
+    assert sorted(str(i["InstanceId"]) for i in world.live_instances()) == ids, "every live node kept"
+    rebuilt = {c.instance_id: c for c in world.store.list()}
+    assert sorted(rebuilt) == ids
+    assert {(c.nodepool, c.state) for c in rebuilt.values()} == {("default", "registered")}
+    assert sorted(str(c.node_name) for c in rebuilt.values()) == sorted(n["metadata"]["name"] for n in nodes)
+    assert sink.total(telemetry.ORPHANS_TERMINATED) == 0
+    after = lifecycle.reconcile(cluster.list_nodes(), NOW + 24 * 3600 + 10)
+    assert sorted(after.claim_ids("initialize")) == sorted(c.id for c in rebuilt.values())
+
+
+def test_mass_orphans_stop_collection_and_raise_the_metric(world: World) -> None:
+    """Three never-registered unclaimed instances of three: more than max(1, 10 %) = 1, so none is taken."""
+    lifecycle, _, sink = _lifecycle(world)
+    ids = _tagged_instances(world, 3)
+
+    outcome = lifecycle.reconcile([], NOW + 24 * 3600)
+
+    assert outcome.orphans == ()
+    assert sorted(str(i["InstanceId"]) for i in world.live_instances()) == ids
+    assert sink.total(telemetry.ORPHANS_MASS_DETECTED) == 3
+    assert sink.total(telemetry.ORPHANS_TERMINATED) == 0
+
+
+def test_one_pass_collects_at_most_one_orphan_in_a_small_cluster(world: World) -> None:
+    """One never-registered orphan among live nodes is within the bound; a live-node orphan is re-adopted."""
+    lifecycle, cluster, sink = _lifecycle(world)
+    ids = _tagged_instances(world, 2)
+    with_node, without = ids[0], ids[1]
+    for node in _nodes_for(world, [with_node]):
+        cluster.add_node(node)
+    for n in range(10):  # a cluster of 12 live nodes with claims: bound = 1
+        _launched(world, pods=(f"default/kept-{n}",))
+    claimed = [c for c in world.store.list() if c.instance_id not in ids]
+    for claim in claimed:
+        cluster.add_node(_node(f"kept-{claim.id}", str(claim.provider_id), ready=True, taints=[]))
+
+    outcome = lifecycle.reconcile(cluster.list_nodes(), NOW + REGISTRATION_TIMEOUT_S)
+
+    assert outcome.orphans == (without,)
+    assert world.store.by_instance(with_node) is not None, "the orphan with a node was re-adopted"
+    assert _state(world, with_node) in ("pending", "running")
+    assert sink.total(telemetry.ORPHANS_MASS_DETECTED) == 0

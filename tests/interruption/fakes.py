@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from longshore.adapters.memory import MemoryClaimStore, MemoryOfferingAvailability
-from longshore.core.claims import NodeClaim
+from longshore.core.claims import CloudInstance, NodeClaim
 from longshore.core.commands import DisruptionCommand
 from longshore.ports.kube import KubeEvent
 from longshore.ports.workflow import StartResult
@@ -122,8 +122,19 @@ class FakeCluster:
 
 
 class FakeInstances:
+    """EC2 as the interruption service sees it: `tagged` holds instances carrying this cluster's tag."""
+
     def __init__(self) -> None:
         self.terminated: set[str] = set()
+        self.tagged: dict[str, CloudInstance] = {}
+
+    def tag(self, n: int, *, claim_id: str | None = None, nodepool: str = "default") -> None:
+        self.tagged[instance_id(n)] = CloudInstance(
+            instance_id(n), "running", "m5.large", ZONE, "spot", claim_id=claim_id, nodepool=nodepool
+        )
+
+    def list_owned(self) -> tuple[CloudInstance, ...]:
+        return tuple(i for k, i in sorted(self.tagged.items()) if k not in self.terminated)
 
     def terminate(self, instance_ids: Any) -> None:
         self.terminated.update(instance_ids)

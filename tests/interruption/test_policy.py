@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from longshore.core.interruption import (
+    SCHEDULED_CHANGE_GRACE_SECONDS,
     CleanUp,
     InterruptionEvent,
     MarkUnavailable,
@@ -90,13 +91,21 @@ def test_all_warning_like_events_share_one_execution_name_per_node() -> None:
     assert names == {f"interruption-{I1}"}
 
 
-def test_health_deadline_is_the_scheduled_start() -> None:
+def test_health_deadline_is_the_scheduled_start_less_the_grace() -> None:
     plan = decide(event("scheduled-change", I1, I2, deadline=T + 86_400), {I1: owned(), I2: owned(I2)}, NOW)
     deadlines = {
         c.command.deadline_epoch for d in plan.decisions for c in d.commands if isinstance(c, StartDisruption)
     }
-    assert deadlines == {T + 86_400}
+    assert deadlines == {T + 86_400 - SCHEDULED_CHANGE_GRACE_SECONDS}
     assert [d.action for d in plan.decisions] == ["drain", "drain"]
+
+
+def test_a_scheduled_change_two_weeks_away_keeps_its_deadline_two_weeks_away() -> None:
+    far = T + 14 * 86_400
+    plan = decide(event("scheduled-change", I1, deadline=far), {I1: owned()}, NOW)
+    (start,) = plan.decisions[0].commands
+    assert isinstance(start, StartDisruption)
+    assert start.command.deadline_epoch == far - SCHEDULED_CHANGE_GRACE_SECONDS
 
 
 def test_a_health_start_time_in_the_past_falls_back_to_two_minutes() -> None:

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from longshore.adapters.events.parse import parse_event
-from longshore.core.interruption import UNAVAILABLE_SECONDS
+from longshore.core.claims import NodeClaim
+from longshore.core.interruption import SCHEDULED_CHANGE_GRACE_SECONDS, UNAVAILABLE_SECONDS
 from longshore.services.interruption import MessageOutcome, rebalance_policies
 from tests.interruption.fakes import World, claim, event_for, instance_id
 
@@ -83,7 +84,8 @@ def test_a_health_event_naming_two_instances_drains_both() -> None:
     commands = world.workflow.executions.values()
     assert sorted(c.instance_id for c in commands) == [instance_id(4), instance_id(5)]
     start = outcome.event.deadline
-    assert all(c.deadline_epoch == start and c.urgent for c in commands)
+    assert start is not None
+    assert all(c.deadline_epoch == start - SCHEDULED_CHANGE_GRACE_SECONDS and c.urgent for c in commands)
     assert (
         world.offerings.unavailable(world.clock.now()) == frozenset()
     )  # health events do not mark offerings
@@ -199,3 +201,39 @@ def test_other_states_change_nothing(name: str) -> None:
     outcome = deliver(world, name, instance_id(1))
     assert [(i.action, i.ignore_reason) for i in outcome.instances] == [("ignore", "no-op-state")]
     assert world.workflow.executions == {} and world.trigger.reasons == [] and len(world.cluster.nodes) == 5
+
+
+def test_a_warning_for_a_tagged_instance_whose_claim_is_not_linked_yet_is_acted_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The crash window before adoption: the claim is still `launching` (no instance id), the instance
+    carries the cluster and claim tags. The warning must start the reclaim drain, never be dropped as foreign."""
+    world = World.of(claim(1))
+    launching = NodeClaim(id="default-claim0002", nodepool="default", node_class="default", state="launching")
+    world.claims.put(launching)
+    world.instances.tag(2, claim_id=launching.id)
+    with caplog.at_level("WARNING"):
+        outcome = deliver(world, "spot-interruption-warning.json", instance_id(2))
+    assert [(i.action, i.acted) for i in outcome.instances] == [("interrupt", True)]
+    (command,) = world.workflow.executions.values()
+    assert (command.instance_id, command.reason, command.urgent) == (instance_id(2), "interruption", True)
+    assert command.claim_id == launching.id
+    assert "without a linked node claim" in caplog.text
+
+
+def test_a_warning_for_a_tagged_instance_with_no_claim_at_all_still_drains_it() -> None:
+    """The claim index lags (or the record is gone): the cluster tag alone makes the instance ours."""
+    world = World.of(claim(1))
+    world.instances.tag(3)
+    outcome = deliver(world, "health-scheduled-change-ec2.json", instance_id(3))
+    assert [i.action for i in outcome.instances] == ["drain"]
+    (command,) = world.workflow.executions.values()
+    assert command.instance_id == instance_id(3) and command.claim_id is None
+    assert world.trigger.reasons, "the provisioner plans the pods' new home"
+
+
+def test_an_untagged_instance_without_a_claim_is_still_foreign() -> None:
+    world = World.of(claim(1))
+    outcome = deliver(world, "spot-interruption-warning.json", instance_id(9))
+    assert [(i.action, i.acted) for i in outcome.instances] == [("foreign", False)]
+    assert world.workflow.executions == {}

@@ -207,6 +207,9 @@ class FakeCluster:
             node = self.nodes.get(name)
             if node is None:
                 return None
+            finalizers = node["metadata"].setdefault("finalizers", [])
+            finalizers.extend(f for f in patch.add_finalizers if f not in finalizers)
+            node["metadata"]["finalizers"] = [f for f in finalizers if f not in patch.remove_finalizers]
             for section, changes in (("labels", patch.labels), ("annotations", patch.annotations)):
                 target = node["metadata"].setdefault(section, {})
                 for key, value in changes:
@@ -297,7 +300,17 @@ class FakeCluster:
             self._terminate((namespace, name), grace)
             return True
 
+    def kubectl_delete_node(self, name: str) -> None:
+        """A person's delete: the node stays, marked, while a finalizer holds it (Longshore's releases it)."""
+        with self._lock:
+            node = self.nodes[name]
+            if node["metadata"].get("finalizers"):
+                node["metadata"]["deletionTimestamp"] = stamp(self.clock.now())
+            else:
+                del self.nodes[name]
+
     def delete_node(self, name: str) -> bool:
+        """The port's delete: deletes and releases Longshore's finalizer, so the node is gone."""
         with self._lock:
             self.deleted_nodes.append(name)
             self.log.append((self.clock.now(), "delete-node", name))

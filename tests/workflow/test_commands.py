@@ -86,6 +86,7 @@ def test_reasons_cover_the_contract() -> None:
         "rotation",
         "rebalance",
         "manual",
+        "deleted",
     } == REASONS
 
 

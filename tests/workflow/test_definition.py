@@ -105,10 +105,12 @@ def test_choices_route_on_values_the_steps_produce() -> None:
     seen = 0
     for state in _all_states(DEFINITIONS["disruption"]).values():
         for choice in state.get("Choices", []):
-            if "StringEquals" in choice:
-                assert choice["StringEquals"] in produced[choice["Variable"]]
-                seen += 1
-    assert seen == 4  # replacement initialized, drain drained, drain superseded, termination terminated
+            for rule in choice.get("And", [choice]):
+                if "StringEquals" in rule:
+                    assert rule["StringEquals"] in produced[rule["Variable"]]
+                    seen += 1
+    # replacement initialized; drain drained, superseded, continued (in Drained and in Resumed); terminated
+    assert seen == 6
 
 
 def test_errors_before_terminate_roll_back_and_termination_errors_abort_to_a_fail_state() -> None:
@@ -117,7 +119,13 @@ def test_errors_before_terminate_roll_back_and_termination_errors_abort_to_a_fai
     def caught_by(handler: str) -> set[str]:
         return {name for name, s in states.items() if any(c["Next"] == handler for c in s.get("Catch", []))}
 
-    assert caught_by("Rollback") == {"LaunchReplacement", "CheckReplacement", "Taint", "Drain"}
+    assert caught_by("Rollback") == {
+        "LaunchReplacement",
+        "CheckReplacement",
+        "Taint",
+        "Drain",
+        "ContinueDrain",
+    }
     assert caught_by("AbortTermination") == {"Terminate", "CheckTermination"}
     assert states["AbortTermination"]["Next"] == "TerminationFailed"
     assert states["TerminationFailed"]["Type"] == "Fail"
@@ -134,7 +142,8 @@ def test_retried_errors_exist() -> None:
 def test_waits_are_wait_states_and_the_drain_wait_is_computed_by_the_step() -> None:
     states = DEFINITIONS["disruption"]["States"]
     waits = {name: s for name, s in states.items() if s["Type"] == "Wait"}
-    assert set(waits) == {"WaitForReplacement", "WaitForDrain", "WaitForTermination"}
+    assert set(waits) == {"WaitForReplacement", "WaitForDrain", "WaitForTermination", "WaitToRetry"}
+    assert waits["WaitToRetry"]["SecondsPath"] == "$.rollback.waitSeconds"
     assert waits["WaitForDrain"]["SecondsPath"] == "$.drain.waitSeconds"
     assert DEFINITIONS["disruption"]["TimeoutSeconds"] > 0 and DEFINITIONS["rotation"]["TimeoutSeconds"] > 0
 

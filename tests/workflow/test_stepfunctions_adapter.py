@@ -68,3 +68,21 @@ def test_rotation_without_its_state_machine_is_a_clear_error(sfn: tuple[Any, str
     client, disruption, _ = sfn
     with pytest.raises(ValueError, match="LONGSHORE_ROTATION_STATE_MACHINE_ARN"):
         StepFunctionsWorkflow(client, disruption).start_rotation(RotationRequest(nodes=("n1",)))
+
+
+def test_a_failed_or_aborted_disruption_can_start_again_under_an_attempt_suffix(
+    sfn: tuple[Any, str, str],
+) -> None:
+    client, disruption, rotation = sfn
+    workflow = StepFunctionsWorkflow(client, disruption, rotation)
+    command = DisruptionCommand(instance_id="i-0abc", reason="interruption", urgent=True, deadline_epoch=99.0)
+
+    first = workflow.start(command)
+    assert first.started and not workflow.start(command).started, "running: a repeated start is a no-op"
+    client.stop_execution(executionArn=first.execution_arn, error="States.Timeout")
+
+    second = workflow.start(command)
+    assert second.started and second.execution_name == "interruption-i-0abc-a2"
+    assert not workflow.start(command).started, "the second attempt runs: no third"
+    names = sorted(e["name"] for e in client.list_executions(stateMachineArn=disruption)["executions"])
+    assert names == ["interruption-i-0abc", "interruption-i-0abc-a2"]

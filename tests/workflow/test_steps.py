@@ -265,7 +265,12 @@ def test_rollback_removes_only_its_own_taint_and_records_why(world: World) -> No
     result = steps.rollback(state, world.ports)
     assert DISRUPTED not in world.cluster.taints("n1")
     assert "longshore.io/disruption" not in world.cluster.nodes["n1"]["metadata"]["annotations"]
-    assert result["rollback"] == {"error": "DrainTimedOutError", "reason": "stuck on db-0", "untainted": True}
+    assert result["rollback"] == {
+        "error": "DrainTimedOutError",
+        "reason": "stuck on db-0",
+        "untainted": True,
+        "retry": False,
+    }
     assert result["outcome"] == "rolled-back"
     failed = [e for e in world.cluster.events if e.reason == "DisruptionFailed"]
     assert len(failed) == 1 and "stuck on db-0" in failed[0].message and failed[0].type == "Warning"

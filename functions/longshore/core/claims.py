@@ -295,6 +295,8 @@ class NodeObservation:
     ready: bool
     taints: tuple[Taint, ...] = ()
     labels: Pairs = ()
+    deleting: bool = False  # metadata.deletionTimestamp is set (`kubectl delete node`), finalizers hold it
+    finalizers: tuple[str, ...] = ()
 
 
 LifecycleAction = Literal[
@@ -305,6 +307,8 @@ LifecycleAction = Literal[
     "launch_timeout",  # no instance 5 min after the claim was written: forget the claim
     "registration_timeout",  # no node 15 min after launch: terminate the instance, forget the claim
     "instance_gone",  # the instance terminated under us (interruption, manual): forget the claim
+    "node_deleted",  # the Node is being deleted: drain and terminate through the workflow (reason `deleted`)
+    "node_gone",  # the Node vanished while the instance runs: terminate the instance, forget the claim
 ]
 
 
@@ -336,8 +340,11 @@ def decide_lifecycle(
     1. `launching` with an instance found: adopt it; without one, forget the claim once `LAUNCH_TIMEOUT_S`
        has passed since it was written (and its attempt lease ran out).
     2. `launched`/`registered`/`initialized` whose instance is gone: forget the claim.
-    3. `launched` with a node: register; without one after `REGISTRATION_TIMEOUT_S`: terminate and forget.
-    4. `registered` whose node is Ready without startup or ephemeral taints: initialize.
+    3. `registered`/`initialized` whose Node is being deleted: drain and terminate (`node_deleted`); whose
+       Node is gone while the instance lives: terminate and forget (`node_gone`): nothing else would ever
+       stop that instance.
+    4. `launched` with a node: register; without one after `REGISTRATION_TIMEOUT_S`: terminate and forget.
+    5. `registered` whose node is Ready without startup or ephemeral taints: initialize.
     """
     if claim.state == "launching":
         if instance is not None and instance.alive:
@@ -358,6 +365,19 @@ def decide_lifecycle(
         return LifecycleDecision(
             claim.id, "instance_gone", instance_id=claim.instance_id, reason=f"instance {state}"
         )
+    if claim.state in ("registered", "initialized"):
+        if node is not None and node.deleting:
+            return LifecycleDecision(
+                claim.id, "node_deleted", instance_id=claim.instance_id, node_name=node.name, reason="deleted"
+            )
+        if node is None and claim.node_name:
+            return LifecycleDecision(
+                claim.id,
+                "node_gone",
+                instance_id=claim.instance_id,
+                node_name=claim.node_name,
+                reason=f"node {claim.node_name} is gone while its instance runs",
+            )
     if claim.state == "launched":
         if node is not None:
             return LifecycleDecision(

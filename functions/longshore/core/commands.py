@@ -22,7 +22,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 REASONS: Final = frozenset(
-    {"interruption", "expired", "drifted", "empty", "underutilized", "rotation", "rebalance", "manual"}
+    {
+        "interruption",
+        "expired",
+        "drifted",
+        "empty",
+        "underutilized",
+        "rotation",
+        "rebalance",
+        "manual",
+        "deleted",  # the Node was deleted (`kubectl delete node`): drain, terminate, then release the finalizer
+    }
 )
 
 # Step Functions execution names: 1-80 characters, none of whitespace, brackets, wildcards, the characters
@@ -50,6 +60,17 @@ def execution_name_of(*parts: str) -> str:
         return clean
     digest = hashlib.sha256(raw.encode()).hexdigest()[:12]
     return f"{clean[: MAX_EXECUTION_NAME - len(digest) - 1]}-{digest}"
+
+
+#: Statuses of a closed execution that did not do its job: the same disruption may start again, under
+#: `attempt_name` (Step Functions keeps a used name for 90 days).
+RESTARTABLE_STATUSES: Final = frozenset({"FAILED", "ABORTED", "TIMED_OUT"})
+MAX_ATTEMPTS: Final = 20
+
+
+def attempt_name(name: str, attempt: int) -> str:
+    """The execution name of attempt `attempt` (1 is the plain name): `<name>-a<attempt>`, <= 80 characters."""
+    return name if attempt <= 1 else execution_name_of(name, f"a{attempt}")
 
 
 def _field(where: str, name: str, value: object) -> str:
@@ -81,7 +102,7 @@ def _optional_number(data: Mapping[str, Any], key: str, where: str) -> float | N
     return float(value)
 
 
-ONCE_PER_NODE_REASONS: Final = frozenset({"interruption", "rebalance"})
+ONCE_PER_NODE_REASONS: Final = frozenset({"interruption", "rebalance", "deleted"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,14 @@ out) and whether the provisioner must run. The service executes the commands; no
 | event                                           | action      | commands                                       |
 |-------------------------------------------------|-------------|------------------------------------------------|
 | spot interruption warning                       | `interrupt` | mark (type, zone, spot) unavailable 3 min; urgent `interruption` disruption, deadline = reclaim time; provisioner |
-| health scheduledChange, stopping, shutting-down, capacity reservation interruption | `drain` | urgent `interruption` disruption, deadline; provisioner |
+| health scheduledChange, stopping, shutting-down, capacity reservation interruption | `drain` | urgent `interruption` disruption, deadline (a scheduled change: its start - 15 min); provisioner |
 | stopped, terminated                             | `clean-up`  | delete node and claim (terminate if stopped); provisioner |
 | ... while the claim is already being disrupted  | `defer`     | provisioner only (the running workflow owns the node) |
 | rebalance recommendation, pool says `ignore`    | `ignore`    | none                                           |
 | rebalance recommendation, pool says `notify`    | `notify`    | a Kubernetes Event (plus the log and metric)   |
 | rebalance recommendation, pool says `replace`   | `replace`   | `rebalance` disruption that launches a replacement first |
 | other states (pending, running), unknown events | `ignore`    | none                                           |
-| instance without a claim in this cluster        | `foreign`   | none                                           |
+| instance with neither a claim nor this cluster's tag | `foreign` | none                                        |
 
 Idempotency: every warning-like event for a node (spot, health, stopping, shutting-down, capacity
 reservation) starts the disruption workflow with the same reason, `interruption`, so the execution name
@@ -57,6 +57,11 @@ UNAVAILABLE_SECONDS: Final = 180.0
 """How long an interrupted spot offering is kept out of launches (Karpenter's ICE cache TTL)."""
 NOTICE_SECONDS: Final = 120.0
 """Spot and capacity-reservation warnings come two minutes before the instance is reclaimed."""
+
+SCHEDULED_CHANGE_GRACE_SECONDS: Final = 15 * 60.0
+"""A scheduled change's drain deadline is its start time minus this: pods a PDB or `do-not-disrupt` protects
+are honoured until then, and forced out (with their grace period) only after it, so the node is empty and
+terminated before AWS starts the maintenance."""
 
 DRAIN_STATES: Final = frozenset({"stopping", "shutting-down"})
 GONE_STATES: Final = frozenset({"stopped", "terminated"})
@@ -99,7 +104,7 @@ class OwnedInstance:
     """An instance this cluster launched: its claim, node and offering, and its pool's rebalance policy."""
 
     instance_id: str
-    claim_id: str
+    claim_id: str  # "" when the instance is ours by its cluster tag but no claim records it yet
     nodepool: str
     instance_type: str
     zone: str
@@ -186,8 +191,15 @@ def kind_action(event: InterruptionEvent) -> Action | Literal["per-pool"]:
 
 
 def deadline_of(event: InterruptionEvent) -> float:
-    """When pods that cannot be evicted in time are deleted: the event's deadline, else two minutes after it."""
+    """When pods that cannot be evicted in time are deleted: the event's deadline, else two minutes after it.
+
+    A scheduled change's deadline is its start time minus `SCHEDULED_CHANGE_GRACE_SECONDS` when that is still
+    ahead of the event (a start closer than the grace keeps the start itself). However far it is (two weeks),
+    it is never shortened further: the workflow chains executions to wait that long.
+    """
     if event.deadline is not None and event.deadline > event.time:
+        if event.kind == "scheduled-change" and event.deadline - SCHEDULED_CHANGE_GRACE_SECONDS > event.time:
+            return event.deadline - SCHEDULED_CHANGE_GRACE_SECONDS
         return event.deadline
     return event.time + NOTICE_SECONDS
 
@@ -259,7 +271,7 @@ def _decide_owned(
             instance_id=instance.instance_id,
             reason=REBALANCE_REASON,
             node_name=instance.node_name,
-            claim_id=instance.claim_id,
+            claim_id=instance.claim_id or None,
             urgent=False,
             replace=True,
             deadline_epoch=None,
@@ -279,7 +291,7 @@ def _interruption_command(event: InterruptionEvent, instance: OwnedInstance) -> 
         instance_id=instance.instance_id,
         reason=INTERRUPTION_REASON,
         node_name=instance.node_name,
-        claim_id=instance.claim_id,
+        claim_id=instance.claim_id or None,
         urgent=True,
         replace=False,
         deadline_epoch=deadline_of(event),

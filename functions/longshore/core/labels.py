@@ -39,6 +39,9 @@ CAPACITY_TYPES: Final = (CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, CAPACITY_T
 
 # Karpenter AWS labels.
 NODECLASS: Final = "karpenter.k8s.aws/ec2nodeclass"
+#: The finalizer on every Node Longshore manages: deleting the Node starts the drain-and-terminate workflow,
+#: and the finalizer is released only once the instance is gone (Karpenter's termination finalizer).
+TERMINATION_FINALIZER: Final = "karpenter.sh/termination"
 INSTANCE_CATEGORY: Final = "karpenter.k8s.aws/instance-category"
 INSTANCE_FAMILY: Final = "karpenter.k8s.aws/instance-family"
 INSTANCE_GENERATION: Final = "karpenter.k8s.aws/instance-generation"

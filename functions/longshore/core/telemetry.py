@@ -23,9 +23,7 @@ NODES_INITIALIZED = "NodesInitialized"
 LAUNCH_TIMEOUTS = "LaunchTimeouts"
 REGISTRATION_TIMEOUTS = "RegistrationTimeouts"
 ORPHANS_TERMINATED = "OrphanInstancesTerminated"
-ORPHANS_MASS_DETECTED = (
-    "OrphansMassDetected"  # a pass found more orphans than the safety bound: none terminated
-)
+ORPHANS_MASS_DETECTED = "OrphansMassDetected"  # more unclaimed instances than one pass may collect: none were
 
 # Interruption
 MESSAGES_RECEIVED = "InterruptionMessagesReceived"  # dims: Kind

@@ -38,12 +38,15 @@ class EvictionResult:
 @dataclass(frozen=True, slots=True)
 class NodePatch:
     """A change to a node. `labels`/`annotations`: value None removes the key. `taints`: None leaves the
-    taints alone, a tuple replaces the whole list. `unschedulable`: None leaves it alone."""
+    taints alone, a tuple replaces the whole list. `unschedulable`: None leaves it alone. `add_finalizers` /
+    `remove_finalizers`: merged into / removed from `metadata.finalizers` as a set."""
 
     labels: tuple[tuple[str, str | None], ...] = ()
     annotations: tuple[tuple[str, str | None], ...] = ()
     taints: tuple[Taint, ...] | None = None
     unschedulable: bool | None = None
+    add_finalizers: tuple[str, ...] = ()
+    remove_finalizers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +102,9 @@ class Cluster(Protocol):
         ...
 
     def delete_node(self, name: str) -> bool:
-        """False when the node was already gone."""
+        """Delete the node and release Longshore's termination finalizer (`karpenter.sh/termination`), so the
+        Node goes away. Callers delete a node only once its pods are drained and its instance is gone or
+        going. False when the node was already gone."""
         ...
 
     def post_event(self, event: KubeEvent) -> None: ...

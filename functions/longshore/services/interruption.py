@@ -2,8 +2,13 @@
 
 Theory of operation: `InterruptionService.handle` does three things in order.
 1. *Ownership.* Each instance the event names is looked up in this cluster's claim store
-   (`ClaimStore.by_instance`). EC2 events carry no cluster field and one account can hold several clusters,
-   so an instance without a claim is foreign (or already cleaned up) and is left alone.
+   (`ClaimStore.by_instance`). EC2 events carry no cluster field and one account can hold several clusters.
+   Rule: an instance that carries this cluster's `longshore.io/cluster` tag is never foreign, claim or not:
+   a warning can arrive before its claim records the instance (a provisioner run that died between
+   CreateFleet and the record, or the store's eventually consistent instance index), and dropping it would
+   let AWS take the node with its pods still on it. Such an instance is resolved through its EC2 tags
+   (`Instances.list_owned`), logged at WARNING, and acted on like any other; the workflow finds its Node by
+   providerID. Only an instance without a claim and without the tag is foreign (or already cleaned up).
 2. *Decision.* `core.interruption.decide` applies the policy table to the owned instances, using each
    claim's node pool to pick the rebalance policy.
 3. *Execution.* The commands run against the ports, each of them idempotent: an offering mark only extends
@@ -24,11 +29,12 @@ instance what happened, so the handler can log one line and emit the metrics.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from longshore.core.claims import NodeClaim, transition
+from longshore.core.claims import CloudInstance, NodeClaim, transition
 from longshore.core.interruption import (
     INTERRUPTION_REASON,
     Action,
@@ -51,6 +57,8 @@ from longshore.ports.triggers import ProvisionerTrigger
 from longshore.ports.workflow import DisruptionWorkflow
 
 _CLAIM_WRITE_ATTEMPTS: Final = 3
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +120,36 @@ class InterruptionService:
             claim = self._claims.by_instance(instance_id)
             if claim is not None:
                 owned[instance_id] = self._owned(instance_id, claim)
+        unlinked = [i for i in instance_ids if i not in owned]
+        if unlinked:
+            tagged = {i.instance_id: i for i in self._instances.list_owned()}
+            for instance_id in unlinked:
+                instance = tagged.get(instance_id)
+                if instance is not None:
+                    owned[instance_id] = self._owned_by_tag(instance)
         return owned
+
+    def _owned_by_tag(self, instance: CloudInstance) -> OwnedInstance:
+        """An instance tagged for this cluster whose claim does not (yet) record it: resolved from its tags."""
+        claim = self._claims.get(instance.claim_id) if instance.claim_id else None
+        log.warning(
+            "interruption for a cluster instance without a linked node claim; acting on its EC2 tags",
+            extra={"instance": instance.instance_id, "claim": instance.claim_id, "claim_found": bool(claim)},
+        )
+        nodepool = instance.nodepool or (claim.nodepool if claim else "")
+        return OwnedInstance(
+            instance_id=instance.instance_id,
+            claim_id=claim.id
+            if claim is not None and claim.instance_id in (None, instance.instance_id)
+            else "",
+            nodepool=nodepool,
+            instance_type=instance.instance_type,
+            zone=instance.zone,
+            capacity_type=instance.capacity_type,
+            node_name=None,
+            disrupting=claim is not None and claim.state == "deleting",
+            rebalance=self._rebalance_policy(nodepool),
+        )
 
     def handle(self, event: InterruptionEvent) -> MessageOutcome:
         plan = decide(event, self.owned_instances(event.instance_ids), self._clock.now())
@@ -186,4 +223,5 @@ class InterruptionService:
             self._instances.terminate((command.instance_id,))
         if command.node_name:
             self._cluster.delete_node(command.node_name)
-        self._claims.delete(command.claim_id)
+        if command.claim_id:
+            self._claims.delete(command.claim_id)

@@ -14,8 +14,16 @@ and carries the decisions out through the ports:
     launch_timeout        no instance 5 min after the claim was written: forget the claim
     registration_timeout  no Node 15 min after launch: terminate the instance, forget the claim
     instance_gone         the instance died under us: forget the claim (and delete its Node if one is left)
-    orphan                a live instance tagged for the cluster that no claim owns, older than the grace
-                          period: terminate it
+    node_deleted          the Node has a deletionTimestamp (`kubectl delete node`; the `karpenter.sh/termination`
+                          finalizer, added at registration, holds it): start the disruption workflow with
+                          reason `deleted` (drain, PDB-safe; terminate; delete the Node and release the finalizer)
+    node_gone             the Node vanished anyway while the instance runs (confirmed by a direct read): terminate
+                          the instance and forget the claim, at most max(1, 10 %) per pass
+    orphan                a live instance tagged for the cluster that no claim owns (`core.orphans`): with a
+                          live Node it is re-adopted (its claim rebuilt from tags and the Node); without one
+                          it is terminated once older than the registration timeout, at most max(1, 10 %)
+                          per pass; more unclaimed instances than that: none is collected, an error is
+                          logged and `OrphansMassDetected` emitted
 
 Store writes are conditional on the claim's version (compare-and-put, and `delete_if` when a claim is
 forgotten), so a concurrent launcher (or another run) that changed a claim wins and the decision waits for
@@ -31,7 +39,7 @@ import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from longshore.core import labels as wk
 from longshore.core import telemetry
@@ -43,22 +51,25 @@ from longshore.core.claims import (
     NodeClaim,
     NodeObservation,
     decide_lifecycle,
-    decide_orphans,
     instance_id_of,
     provider_id,
     transition,
 )
+from longshore.core.commands import DisruptionCommand
 from longshore.core.model import ClusterConfig, Taint
+from longshore.core.orphans import adopted_claim, collection_bound, plan_orphans
 from longshore.core.taints import UNREGISTERED_TAINT
 from longshore.ports.cloud import Instances
 from longshore.ports.kube import Cluster, NodePatch
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore
+from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services.snapshot import node_ready, node_taints, provider_id_of
 
 log = logging.getLogger(__name__)
 
 FORGETTING = frozenset({"launch_timeout", "registration_timeout", "instance_gone"})
+_GONE: Final = frozenset({"node_gone"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +115,16 @@ def _assumed_alive(claim: NodeClaim) -> CloudInstance | None:
 
 
 def observe(node: Mapping[str, Any]) -> NodeObservation:
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    metadata = node.get("metadata") or {}
+    labels = metadata.get("labels") or {}
     return NodeObservation(
-        name=str((node.get("metadata") or {}).get("name") or ""),
+        name=str(metadata.get("name") or ""),
         provider_id=provider_id_of(node),
         ready=node_ready(node),
         taints=node_taints(node),
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        finalizers=tuple(str(f) for f in metadata.get("finalizers") or ()),
     )
 
 
@@ -141,7 +155,10 @@ class Lifecycle:
         config: ClusterConfig,
         metrics: MetricsSink,
         orphan_grace_s: float = ORPHAN_GRACE_S,
+        workflow: DisruptionWorkflow | None = None,
     ) -> None:
+        self._workflow = workflow
+        self._gone_budget = 0
         self._store = store
         self._instances = instances
         self._cluster = cluster
@@ -169,6 +186,7 @@ class Lifecycle:
         terminated: list[str] = []
         survivors: list[NodeClaim] = []
         changed = False
+        self._gone_budget = collection_bound(len(current))
         for claim in current:
             if claim.state == "deleting":
                 survivors.append(claim)  # the disruption workflow owns it now
@@ -188,11 +206,13 @@ class Lifecycle:
                 actions.append((decision.action, claim.id))
                 if decision.metric:
                     self._metrics.emit(decision.metric, 1.0)
-                if decision.action == "registration_timeout" and claim.instance_id:
+                if decision.action in ("registration_timeout", "node_gone") and claim.instance_id:
                     terminated.append(claim.instance_id)
-            if not (done and decision.action in FORGETTING):
+            if not (done and decision.action in FORGETTING | _GONE):
                 survivors.append(claim)
-        orphans = self._collect_orphans(owned, survivors, now) if check_cloud else ()
+        orphans = self._collect_orphans(owned, survivors, node_by_instance, now) if check_cloud else ()
+        if check_cloud:
+            self._release_abandoned(observed, current, owned)
         after = self._store.list() if changed else current
         return LifecycleOutcome(tuple(actions), tuple(terminated), orphans, after, check_cloud)
 
@@ -215,7 +235,86 @@ class Lifecycle:
             return self._initialize(claim, node, now)
         if action in FORGETTING:
             return self._forget(claim, decision, node)
+        if action == "node_deleted" and node is not None:
+            return self._drain_deleted(claim, node, now)
+        if action == "node_gone":
+            return self._node_gone(claim, decision)
+        if node is not None and not node.deleting and claim.state in ("registered", "initialized"):
+            self._ensure_finalizer(node)
         return False
+
+    def _release_abandoned(
+        self, observed: Iterable[NodeObservation], claims: Iterable[NodeClaim], owned: Iterable[CloudInstance]
+    ) -> None:
+        """A Node being deleted that holds our finalizer but has neither a claim nor a live instance (its
+        instance went and its claim was forgotten before the Node was deleted): release it, or it never goes."""
+        claimed = {c.instance_id for c in claims if c.instance_id}
+        alive = {i.instance_id for i in owned if i.alive}
+        for node in observed:
+            instance = instance_id_of(node.provider_id)
+            if (
+                node.deleting
+                and wk.TERMINATION_FINALIZER in node.finalizers
+                and instance not in claimed
+                and instance not in alive
+            ):
+                self._cluster.delete_node(node.name)
+
+    def _ensure_finalizer(self, node: NodeObservation) -> None:
+        """Nodes registered before the finalizer existed (or that lost it) get it back."""
+        if wk.TERMINATION_FINALIZER not in node.finalizers:
+            self._cluster.patch_node(node.name, NodePatch(add_finalizers=(wk.TERMINATION_FINALIZER,)))
+
+    def _drain_deleted(self, claim: NodeClaim, node: NodeObservation, now: float) -> bool:
+        """`kubectl delete node`: the finalizer holds the Node; drain it and terminate its instance through the
+        workflow, which releases the finalizer at the end. Started on every pass while the Node lingers: the
+        workflow port makes a running start a no-op and restarts a failed one (a PDB that outlasted one
+        execution), so the drain goes on, PDB-safe, until it completes."""
+        if self._workflow is None or not claim.instance_id:
+            log.warning(
+                "node is being deleted but no disruption workflow is configured to drain it",
+                extra={"claim": claim.id, "node": node.name},
+            )
+            return False
+        command = DisruptionCommand(
+            instance_id=claim.instance_id,
+            reason="deleted",
+            node_name=node.name,
+            claim_id=claim.id,
+            requested_at=now,
+        )
+        result = self._workflow.start(command)
+        if result.started:
+            log.warning(
+                "node deleted: draining it and terminating its instance",
+                extra={"claim": claim.id, "node": node.name, "execution": result.execution_name},
+            )
+        return result.started
+
+    def _node_gone(self, claim: NodeClaim, decision: LifecycleDecision) -> bool:
+        """The Node vanished (its finalizer was removed by hand) while the instance runs: nothing else would
+        ever stop it. Confirmed by a direct read, bounded per pass like orphan collection."""
+        if (
+            self._gone_budget <= 0
+            or not claim.node_name
+            or self._cluster.get_node(claim.node_name) is not None
+        ):
+            return False
+        if not self._store.delete_if(claim.id, claim.version):
+            return False
+        self._gone_budget -= 1
+        if claim.instance_id:
+            self._instances.terminate([claim.instance_id])
+        log.warning(
+            "deleted nodeclaim",
+            extra={
+                "claim": claim.id,
+                "reason": decision.action,
+                "detail": decision.reason,
+                "instance": claim.instance_id,
+            },
+        )
+        return True
 
     def _adopt(self, claim: NodeClaim, instance: CloudInstance, now: float) -> bool:
         adopted = transition(
@@ -249,6 +348,7 @@ class Lifecycle:
             NodePatch(
                 labels=_registration_labels(self._config, claim),
                 taints=remaining if remaining != node.taints else None,
+                add_finalizers=(wk.TERMINATION_FINALIZER,),
             ),
         )
         written = self._store.compare_and_put(
@@ -303,13 +403,28 @@ class Lifecycle:
         return True
 
     def _collect_orphans(
-        self, owned: Iterable[CloudInstance], survivors: Iterable[NodeClaim], now: float
+        self,
+        owned: Iterable[CloudInstance],
+        survivors: Iterable[NodeClaim],
+        nodes: Mapping[str | None, NodeObservation],
+        now: float,
     ) -> tuple[str, ...]:
-        candidates = decide_orphans(owned, survivors, now, self._orphan_grace_s)
+        by_instance = {k: v for k, v in nodes.items() if k}
+        plan = plan_orphans(owned, survivors, by_instance, now, self._orphan_grace_s)
+        for instance, node in plan.adopt:
+            self._readopt(instance, node, now)
+        if plan.mass:
+            log.error(
+                "mass orphans: more never-registered instances tagged for the cluster have no claim than one "
+                "pass may collect; collecting none (check the claim table and the instance tags)",
+                extra={"candidates": plan.candidates, "bound": plan.bound, "readopted": len(plan.adopt)},
+            )
+            self._metrics.emit(telemetry.ORPHANS_MASS_DETECTED, float(plan.candidates))
+            return ()
         # A claim written after we listed (a concurrent launch) owns its instance: look again before killing.
         orphans = [
             o
-            for o in candidates
+            for o in plan.collect
             if (o.claim_id is None or _no_adopter(self._store.get(o.claim_id)))
             and self._store.by_instance(o.instance_id) is None
         ]
@@ -318,7 +433,7 @@ class Lifecycle:
         self._instances.terminate(o.instance_id for o in orphans)
         for orphan in orphans:
             log.warning(
-                "terminated orphan instance",
+                "terminated orphan instance (it never registered a node)",
                 extra={
                     "instance": orphan.instance_id,
                     "claim": orphan.claim_id,
@@ -327,6 +442,23 @@ class Lifecycle:
             )
         self._metrics.emit(telemetry.ORPHANS_TERMINATED, float(len(orphans)))
         return tuple(o.instance_id for o in orphans)
+
+    def _readopt(self, instance: CloudInstance, node: NodeObservation, now: float) -> None:
+        """Rebuild the claim of an unclaimed instance whose Node is live (its tagged id when that is free)."""
+        tagged = instance.claim_id
+        free = tagged is not None and self._store.get(tagged) is None
+        claim_id = tagged if free and tagged else f"adopted-{instance.instance_id}"
+        pool = instance.nodepool or dict(node.labels).get(wk.NODEPOOL, "")
+        try:
+            node_class = self._config.pool(pool).node_class
+        except KeyError:
+            node_class = ""
+        claim = adopted_claim(instance, node, claim_id, node_class, now)
+        if self._store.by_instance(instance.instance_id) is None and self._store.create_if_absent(claim):
+            log.warning(
+                "re-adopted instance with a live node and no claim",
+                extra={"instance": instance.instance_id, "node": node.name, "claim": claim_id},
+            )
 
 
 def _no_adopter(claim: NodeClaim | None) -> bool:

@@ -47,6 +47,7 @@ from longshore.ports.cloud import Instances, Launcher
 from longshore.ports.kube import Cluster, ClusterUnavailableError, KubeEvent, ObjectRef
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
+from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import snapshot
 from longshore.services.batching import collect_batch
 from longshore.services.launch_requests import launch_request
@@ -153,6 +154,7 @@ class ProvisionerService:
         metrics: MetricsSink,
         owner: str,
         settings: ProvisionerSettings | None = None,
+        workflow: DisruptionWorkflow | None = None,
     ) -> None:
         self._cluster = cluster
         self._store = store
@@ -166,7 +168,12 @@ class ProvisionerService:
         self.owner = owner
         self.settings = settings or ProvisionerSettings.from_config(config)
         self._lifecycle = Lifecycle(
-            store=store, instances=instances, cluster=cluster, config=config, metrics=metrics
+            store=store,
+            instances=instances,
+            cluster=cluster,
+            config=config,
+            metrics=metrics,
+            workflow=workflow,
         )
         self._posted: dict[tuple[str, str], float] = {}
         self._holding = False

@@ -24,6 +24,7 @@ from longshore.ports.cloud import Instances, Launcher
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
+from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services.karpenter_sync import KarpenterObjectSync
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
 from longshore.wiring.container import Container
@@ -48,6 +49,7 @@ class ProvisionerRuntime:
     metrics: MetricsSink
     config_text: str = ""
     karpenter: KarpenterObjectSync | None = None
+    workflow: DisruptionWorkflow | None = None  # drains deleted Nodes; None: no state machine ARN configured
     verdicts: tuple[ObjectVerdict, ...] = field(default=())
 
     def service(self, owner: str) -> ProvisionerService:
@@ -64,6 +66,7 @@ class ProvisionerRuntime:
             metrics=self.metrics,
             owner=owner,
             settings=ProvisionerSettings.from_config(self.config),
+            workflow=self.workflow,
         )
 
     def publish_objects(self) -> None:
@@ -109,6 +112,7 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
             KubeKarpenterObjects(wiring.kube_api, sleep=wiring.clock.sleep), cluster, wiring.clock
         ),
         verdicts=wiring.pool_verdicts,
+        workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
     )
 
 

@@ -13,10 +13,16 @@ Disruption:
              -> Taint -> Drain <-> WaitForDrain -> Terminate -> WaitForTermination <-> CheckTermination
              -> Finalize
     any error from LaunchReplacement .. Drain  -> Rollback -> RolledBack (Fail, with the original error)
+        except for a reclaim (reason `interruption`), which is never untainted: Rollback keeps the taint and,
+        before the deadline, WaitToRetry -> Taint -> Drain again; at the deadline -> RolledBack (Fail) with
+        the node still cordoned (a later event may start a new attempt, see `adapters.aws.stepfunctions`)
     any error from Terminate, CheckTermination -> AbortTermination -> TerminationFailed (Fail, with the
         original error): the drain is complete by then; the node is untainted when its instance still runs
         (and is not being reclaimed by AWS), left cordoned when the instance is going away
     an error in Validate fails the execution directly: nothing was changed yet.
+    a drain longer than one execution may run (`WorkflowLimits.max_execution_drain_s`) -> ContinueDrain
+        starts `<name>-c<n>` with the whole state (Resumed -> Drain there) -> Continued (Succeed): a far
+        deadline is never clamped, the drain is chained instead
     a reclaim (reason `interruption`) of a node this execution is disrupting takes the node over; this
         execution's Drain then reports `superseded` -> Superseded (Succeed), leaving the node to the reclaim
 
@@ -36,7 +42,8 @@ from longshore.workflow.errors import RETRYABLE_ERRORS
 REPLACEMENT_POLL_SECONDS: Final = 15
 TERMINATION_POLL_SECONDS: Final = 10
 TASK_TIMEOUT_SECONDS: Final = 120
-DISRUPTION_TIMEOUT_SECONDS: Final = 26 * 3600  # 23 h of drain + replacement and termination bounds
+DISRUPTION_TIMEOUT_SECONDS: Final = 26 * 3600  # 20 h of drain per execution + replacement and termination
+START_EXECUTION: Final = "arn:aws:states:::states:startExecution"
 ROTATION_TIMEOUT_SECONDS: Final = 7 * 24 * 3600
 START_EXECUTION_SYNC: Final = "arn:aws:states:::states:startExecution.sync:2"
 
@@ -85,9 +92,23 @@ def disruption_definition(steps_function_arn: str) -> Definition:
     fn = steps_function_arn
     return {
         "Comment": "Longshore disruption: validate, surge, taint, drain (PDB-safe, bounded), terminate, delete",
-        "StartAt": "Validate",
+        "StartAt": "Resumed",
         "TimeoutSeconds": DISRUPTION_TIMEOUT_SECONDS,
         "States": {
+            "Resumed": {
+                "Type": "Choice",
+                "Comment": "A drain continued from an earlier execution goes straight back to Drain",
+                "Choices": [
+                    {
+                        "And": [
+                            {"Variable": "$.drain.status", "IsPresent": True},
+                            {"Variable": "$.drain.status", "StringEquals": "continued"},
+                        ],
+                        "Next": "Drain",
+                    }
+                ],
+                "Default": "Validate",
+            },
             "Validate": _step(fn, "validate", "SurgeFirst", rollback=False),
             "SurgeFirst": _choice("$.replace", {"BooleanEquals": True}, "LaunchReplacement", "Taint"),
             "LaunchReplacement": _step(fn, "launch_replacement", "UrgentSkipsWait", rollback=True),
@@ -108,6 +129,7 @@ def disruption_definition(steps_function_arn: str) -> Definition:
                 "Choices": [
                     {"Variable": "$.drain.status", "StringEquals": "drained", "Next": "Terminate"},
                     {"Variable": "$.drain.status", "StringEquals": "superseded", "Next": "Superseded"},
+                    {"Variable": "$.drain.status", "StringEquals": "continued", "Next": "ContinueDrain"},
                 ],
                 "Default": "WaitForDrain",
             },
@@ -116,6 +138,26 @@ def disruption_definition(steps_function_arn: str) -> Definition:
                 "Comment": "A reclaim of the instance took the node over and drains it by its own deadline",
             },
             "WaitForDrain": {"Type": "Wait", "SecondsPath": "$.drain.waitSeconds", "Next": "Drain"},
+            "ContinueDrain": {
+                "Type": "Task",
+                "Comment": "This execution has drained as long as one may: a new one goes on (same input and "
+                "progress), takes the node over and drains until the real deadline",
+                "Resource": START_EXECUTION,
+                "Parameters": {
+                    "StateMachineArn.$": "$$.StateMachine.Id",
+                    "Name.$": "$.drain.continuation",
+                    "Input.$": "$",
+                },
+                "ResultSelector": {"executionArn.$": "$.ExecutionArn"},
+                "ResultPath": "$.continuedAs",
+                "Retry": _retry(),
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Rollback"}],
+                "Next": "Continued",
+            },
+            "Continued": {
+                "Type": "Succeed",
+                "Comment": "The drain goes on in the execution named in the output",
+            },
             "Terminate": _step(
                 fn, "terminate", "WaitForTermination", rollback=False, catch="AbortTermination"
             ),
@@ -131,7 +173,9 @@ def disruption_definition(steps_function_arn: str) -> Definition:
                 "$.termination.status", {"StringEquals": "terminated"}, "Finalize", "WaitForTermination"
             ),
             "Finalize": _step(fn, "finalize", None, rollback=False),
-            "Rollback": _step(fn, "rollback", "RolledBack", rollback=False),
+            "Rollback": _step(fn, "rollback", "RetryReclaim", rollback=False),
+            "RetryReclaim": _choice("$.rollback.retry", {"BooleanEquals": True}, "WaitToRetry", "RolledBack"),
+            "WaitToRetry": {"Type": "Wait", "SecondsPath": "$.rollback.waitSeconds", "Next": "Taint"},
             "AbortTermination": _step(fn, "abort_termination", "TerminationFailed", rollback=False),
             "TerminationFailed": {
                 "Type": "Fail",
@@ -142,7 +186,8 @@ def disruption_definition(steps_function_arn: str) -> Definition:
             },
             "RolledBack": {
                 "Type": "Fail",
-                "Comment": "The taint was removed; the error that caused the rollback is the execution's error",
+                "Comment": "The taint was removed (a reclaim keeps it); the error that caused the rollback is the "
+                "execution's error",
                 "ErrorPath": "$.rollback.error",
                 "CausePath": "$.rollback.reason",
             },

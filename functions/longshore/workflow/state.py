@@ -12,7 +12,8 @@ flat fields:
        "deadline": 1700000600.0,        # Taint: forced deletion after it (null: never force)
        "giveUpAt": null,                # Taint: without a deadline, roll back after it
        "replacement": {"claimId": ..., "status": "none|launching|initialized", "polls": 0, "giveUpAt": ...},
-       "drain": {"status": "pending|draining|drained|superseded", "startedAt": ..., "passes": 0,
+       "drain": {"status": "pending|draining|drained|superseded|continued", "startedAt": ..., "passes": 0,
+                 "segmentStartedAt": ..., "chain": 0, "continuation": null, "continuedFrom": null,
                  "waitSeconds": 10,
                  "remaining": 3, "evicted": 2, "deleted": 0, "blockedByPdb": 1, "passBlocked": 1, "summary": "..."},
        "termination": {"status": "pending|terminating|terminated", "polls": 0},
@@ -31,7 +32,7 @@ from longshore.core.commands import CommandError, DisruptionCommand
 from longshore.workflow.errors import StepInputError
 
 ReplacementStatus = Literal["none", "launching", "initialized"]
-DrainStatus = Literal["pending", "draining", "drained", "superseded"]
+DrainStatus = Literal["pending", "draining", "drained", "superseded", "continued"]
 TerminationStatus = Literal["pending", "terminating", "terminated"]
 
 
@@ -98,9 +99,17 @@ class DrainProgress:
     blocked_by_pdb: int = 0
     pass_blocked: int = 0
     summary: str = ""
+    segment_started_at: float | None = None  # when this execution's part of the drain began
+    chain: int = 0  # executions this drain was continued into so far
+    continuation: str | None = None  # the next execution's name, when status is `continued`
+    continued_from: str | None = None  # the execution that held the node before this one
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "segmentStartedAt": self.segment_started_at,
+            "chain": self.chain,
+            "continuation": self.continuation,
+            "continuedFrom": self.continued_from,
             "status": self.status,
             "startedAt": self.started_at,
             "passes": self.passes,
@@ -115,8 +124,12 @@ class DrainProgress:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DrainProgress:
-        status: Any = _choice(data, "status", ("pending", "draining", "drained", "superseded"))
+        status: Any = _choice(data, "status", ("pending", "draining", "drained", "superseded", "continued"))
         return cls(
+            segment_started_at=_number(data, "segmentStartedAt"),
+            chain=_int(data, "chain"),
+            continuation=_str(data, "continuation"),
+            continued_from=_str(data, "continuedFrom"),
             status=status,
             started_at=_number(data, "startedAt"),
             passes=_int(data, "passes"),

@@ -23,10 +23,12 @@ execution per node (a canary first).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from longshore.core.claims import NodeClaim
@@ -35,7 +37,7 @@ from longshore.core.drain import DrainPlan, drain_pod_from_manifest, effective_d
 from longshore.core.interruption import INTERRUPTION_REASON
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances
-from longshore.ports.kube import Cluster, KubeEvent, Manifest, NodePatch, ObjectRef
+from longshore.ports.kube import Cluster, ClusterUnavailableError, KubeEvent, Manifest, NodePatch, ObjectRef
 from longshore.ports.store import ClaimStore
 from longshore.ports.workflow import ReplacementLauncher
 from longshore.workflow import nodes
@@ -59,8 +61,10 @@ class WorkflowLimits:
     """Bounds on every loop of the disruption workflow (all in seconds unless named otherwise).
 
     Step Functions standard executions stop at 25,000 history events; a drain pass costs about 8 events,
-    so `max_drain_passes` keeps a whole execution well under the limit, and `max_deadline_s` clamps a far
-    deadline to what those passes can cover (5 min at `drain_poll_fast_s`, then `drain_poll_slow_s`).
+    so `max_drain_passes` keeps one execution well under the limit. A deadline is never clamped: a drain
+    that must go on longer than `max_execution_drain_s` (a scheduled change two weeks away, with a pod a
+    PodDisruptionBudget protects) continues in a new execution (drain status `continued`), which takes the
+    node over and goes on draining, PDB-safe, until the real deadline.
     """
 
     replacement_timeout_s: float = 20 * 60.0  # Karpenter: 5 min launch + 15 min registration
@@ -69,8 +73,11 @@ class WorkflowLimits:
     drain_fast_phase_s: float = 5 * 60.0
     max_drain_passes: int = 1500
     max_drain_without_deadline_s: float = 3600.0
-    max_deadline_s: float = 23 * 3600.0
+    max_execution_drain_s: float = 20 * 3600.0
     max_termination_polls: int = 60
+    reclaim_retry_s: float = (
+        15.0  # a failed reclaim drain waits this long (at most) before it goes round again
+    )
 
 
 @dataclass(frozen=True)
@@ -229,8 +236,6 @@ def taint(state: State, ports: StepPorts) -> State:
         relative = now + current.drain_seconds
         command_deadline = relative if command_deadline is None else min(command_deadline, relative)
     deadline = effective_deadline(command_deadline, now, grace)
-    if deadline is not None:
-        deadline = min(deadline, now + limits.max_deadline_s)
     give_up_at = None if deadline is not None else now + limits.max_drain_without_deadline_s
     drain = DrainProgress(status="draining", started_at=now, wait_seconds=limits.drain_poll_fast_s)
     progressed = current.evolve(deadline=deadline, give_up_at=give_up_at, drain=drain)
@@ -306,14 +311,18 @@ def drain(state: State, ports: StepPorts) -> State:
         return current.evolve(
             drain=DrainProgress(status="drained", started_at=started_at, summary="no node")
         ).to_json()
-    node = ports.cluster.get_node(current.node_name)
+    node_name: str = current.node_name
+    node = ports.cluster.get_node(node_name)
+    if progress.status == "continued":
+        node, progress = _resume(current, progress, node, ports, now)
+        current = current.evolve(drain=progress)
     holder = _held_by_other_execution(node, current.execution_name) if node is not None else None
     if holder is not None:
         # Another execution (a reclaim: only a reclaim takes a held node over) now holds the node and drains
         # it by its own deadline. Yield: no eviction from here, no termination, no rollback of its taint.
         _event(
             ports,
-            nodes.ref_of(node) if node is not None else ObjectRef(kind="Node", name=current.node_name),
+            nodes.ref_of(node) if node is not None else ObjectRef(kind="Node", name=node_name),
             "DisruptionSuperseded",
             f"Disruption ({current.command.reason}) yields node {current.node_name} to execution {holder}",
         )
@@ -358,7 +367,7 @@ def drain(state: State, ports: StepPorts) -> State:
             f"{progress.summary or summarize(plan)}"
         )
 
-    node_ref = ObjectRef(kind="Node", name=current.node_name)
+    node_ref = ObjectRef(kind="Node", name=node_name)
     for deletion in plan.delete:
         pod = deletion.pod
         if ports.cluster.delete_pod(pod.namespace, pod.name, grace_period_seconds=deletion.grace_seconds):
@@ -386,7 +395,9 @@ def drain(state: State, ports: StepPorts) -> State:
             f"Failed to drain node, {plan.remaining} pods are waiting: {summary}",
             True,
         )
-    drained = DrainProgress(
+    segment = progress.segment_started_at if progress.segment_started_at is not None else started_at
+    drained = replace(
+        progress,
         status="draining",
         started_at=started_at,
         passes=passes,
@@ -397,8 +408,38 @@ def drain(state: State, ports: StepPorts) -> State:
         blocked_by_pdb=progress.blocked_by_pdb + len(blocked),
         pass_blocked=len(blocked),
         summary=summary,
+        segment_started_at=segment,
     )
+    if now - segment >= ports.limits.max_execution_drain_s:
+        drained = replace(
+            drained,
+            status="continued",
+            wait_seconds=0,
+            chain=drained.chain + 1,
+            continuation=_continuation_name(current.execution_name, drained.chain + 1),
+            continued_from=current.execution_name,
+        )
     return current.evolve(drain=drained).to_json()
+
+
+def _continuation_name(execution_name: str, chain: int) -> str:
+    root = re.sub(r"-c\d+$", "", execution_name) or "disruption"
+    return execution_name_of(root, f"c{chain}")
+
+
+def _resume(
+    current: DisruptionState, progress: DrainProgress, node: Manifest | None, ports: StepPorts, now: float
+) -> tuple[Manifest | None, DrainProgress]:
+    """The first Drain of a continued execution: take the node over from the execution that continued into
+    this one (its disruption annotation names that execution), and start a new segment."""
+    if node is not None and nodes.disrupted_by(node) == progress.continued_from and current.execution_name:
+        patched = ports.cluster.patch_node(
+            nodes.name_of(node),
+            NodePatch(annotations=((nodes.DISRUPTION_ANNOTATION, current.execution_name),)),
+        )
+        node = patched if patched is not None else node
+    resumed = replace(progress, status="draining", passes=0, segment_started_at=now, continuation=None)
+    return node, resumed
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -458,11 +499,49 @@ def _error_text(error: Mapping[str, Any]) -> tuple[str, str]:
     return name, cause
 
 
+def _reclaim_retry(current: DisruptionState, name: str, message: str, ports: StepPorts) -> State:
+    """A reclaim never rolls back: the instance goes at its deadline whatever we do, and an untainted node
+    would take new pods onto it. Keep the taint; before the deadline, go round again (Taint, Drain) after a
+    short wait; at the deadline, give up with the node still cordoned. No Kubernetes call before the decision:
+    the failure is often the API itself."""
+    now = ports.clock.now()
+    previous = dict(current.extra).get("rollback")
+    retries = int(previous.get("retries", 0)) if isinstance(previous, Mapping) else 0
+    deadline = current.deadline if current.deadline is not None else current.command.deadline_epoch
+    retry = deadline is not None and now < deadline
+    wait = int(min(ports.limits.reclaim_retry_s, max(1.0, math.ceil((deadline or now) - now))))
+    if not retry and current.node_name:
+        with contextlib.suppress(ClusterUnavailableError):
+            _event(
+                ports,
+                ObjectRef(kind="Node", name=current.node_name),
+                "DisruptionFailed",
+                f"Reclaim drain gave up at its deadline after {retries} retries: {name}: {message}; "
+                "the node stays cordoned until the instance is gone",
+                warning=True,
+            )
+    record = {
+        "error": name,
+        "reason": message,
+        "untainted": False,
+        "retry": retry,
+        "retries": retries + (1 if retry else 0),
+        "waitSeconds": wait,
+    }
+    data = current.evolve(outcome=None if retry else "reclaim-failed").to_json()
+    data["rollback"] = record
+    return data
+
+
 def rollback(state: State, ports: StepPorts) -> State:
-    """Remove this execution's taint and annotations, and record why on the node (an Event) and in the state."""
+    """Remove this execution's taint and annotations, and record why on the node (an Event) and in the state.
+
+    A reclaim (reason `interruption`) is never rolled back: see `_reclaim_retry`."""
     current = DisruptionState.from_json(state)
     error = dict(current.extra).get("error") or {}
     name, message = _error_text(error if isinstance(error, Mapping) else {})
+    if _reclaims(current.command):
+        return _reclaim_retry(current, name, message, ports)
     node = ports.cluster.get_node(current.node_name) if current.node_name else None
     untainted = False
     if node is not None and nodes.disrupted_by(node) == current.execution_name and current.execution_name:
@@ -484,7 +563,7 @@ def rollback(state: State, ports: StepPorts) -> State:
             f"Disruption ({current.command.reason}) rolled back: {name}: {message}{extra}",
             warning=True,
         )
-    record = {"error": name, "reason": message, "untainted": untainted}
+    record = {"error": name, "reason": message, "untainted": untainted, "retry": False}
     rolled = current.evolve(outcome="rolled-back", tainted=current.tainted and not untainted)
     data = rolled.to_json()
     data["rollback"] = record

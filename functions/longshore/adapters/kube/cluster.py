@@ -29,6 +29,7 @@ from longshore.adapters.kube.retry import (
     is_transient,
     status_body,
 )
+from longshore.core import labels as wk
 from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch
 
 PAGE_SIZE: Final = 500
@@ -147,6 +148,10 @@ class KubeCluster:
             metadata["labels"] = dict(patch.labels)
         if patch.annotations:
             metadata["annotations"] = dict(patch.annotations)
+        if patch.add_finalizers:
+            metadata["finalizers"] = list(patch.add_finalizers)
+        if patch.remove_finalizers:
+            metadata["$deleteFromPrimitiveList/finalizers"] = list(patch.remove_finalizers)
         spec: dict[str, Any] = {}
         if patch.taints is not None:
             spec["taints"] = [
@@ -208,6 +213,8 @@ class KubeCluster:
         response = self._absent_is_none(
             f"delete node {name}", self._core.delete_node, name, _preload_content=False
         )
+        if response is not None:
+            self.patch_node(name, NodePatch(remove_finalizers=(wk.TERMINATION_FINALIZER,)))
         return response is not None
 
     def post_event(self, event: KubeEvent) -> None:

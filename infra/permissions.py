@@ -57,7 +57,10 @@ _EC2_LAUNCH: Final = (
 _CLUSTER: Final = ("eks:DescribeCluster", "ssm:GetParameter")
 
 FUNCTION_ACTIONS: Final[Mapping[str, frozenset[str]]] = {
-    "provisioner": frozenset((*_TABLE, *_EC2_LAUNCH, *_CLUSTER)),
+    # StartExecution/DescribeExecution: a Node deleted with kubectl is drained through the disruption workflow.
+    "provisioner": frozenset(
+        (*_TABLE, *_EC2_LAUNCH, *_CLUSTER, "states:DescribeExecution", "states:StartExecution")
+    ),
     "planner": frozenset(
         (*_TABLE, *_EC2_LAUNCH, *_CLUSTER, "states:DescribeExecution", "states:StartExecution")
     ),

@@ -32,6 +32,19 @@ execution history). At every observation it compares the pods with the previous 
 6. *Pods that never ran*: at the end, pods that exist, are not being deleted, are not DaemonSet pods and were
    never Running, and have existed for `never_ran_grace_s` (10 min) or more.
 
+7. *Unsafe terminations* (`availability.unsafe_terminations`): an instance Longshore terminated while a
+   non-DaemonSet pod was still bound to its node, not terminating and not finished, unless the node's drain
+   deadline had passed (the workflow deletes what is left at its deadline). Such a pod was neither evicted
+   within its rules nor deleted at a deadline: the termination took it. Each such termination counts once.
+8. *Voluntary unavailability* (`availability.voluntary_unavailable_pod_seconds`): a pod removed from a node
+   that a *voluntary* disruption was taking away (reason empty, drifted, underutilized, expired or rotation)
+   leaves a debt on its Deployment until a new pod of that Deployment starts Running. At every look, the
+   Deployment's pods that are pending and that the scheduler has marked Unschedulable (it tried every node and
+   none fits), up to the debt, had nowhere to run; the time to the next look is counted for each. Ordinary
+   rescheduling (the replacement is bound at once to a node with room) counts nothing; a replacement waiting
+   for a node still booting counts only once the scheduler says no node fits. Both figures are violations
+   when non-zero.
+
 Removals the scenario did not ask for that broke no rule are counted as pod disruptions, not violations.
 The checker also records, for the report, when each node was first seen tainted and when its last pod left
 (the instant the last non-DaemonSet pod on it started terminating or vanished).
@@ -58,6 +71,7 @@ DO_NOT_EVICT = "karpenter.sh/do-not-evict"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 REASON_ANNOTATION = "longshore.io/disruption-reason"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
+VOLUNTARY_REASONS = frozenset({"empty", "drifted", "underutilized", "expired", "rotation"})
 GRACEFUL_REASONS = {
     "empty": budgets.EMPTY,
     "drifted": budgets.DRIFTED,
@@ -109,6 +123,16 @@ def protection(annotations: Mapping[str, str], created_at: float | None, now: fl
     return None
 
 
+def _unschedulable(pod: Mapping[str, Any]) -> bool:
+    """Pending, unbound, and marked Unschedulable by the scheduler (it found no node with room)."""
+    if node_of(pod) or metadata(pod).get("deletionTimestamp"):
+        return False
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
 def is_tainted(node: Mapping[str, Any]) -> bool:
     return any(t.get("key") == DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
 
@@ -146,6 +170,12 @@ class RuleChecker:
     _terminated_nodes: set[str] = field(default_factory=set)
     _pods_on_node: dict[str, int] = field(default_factory=dict)
     _first_seen: dict[str, float] = field(default_factory=dict)
+    unsafe_terminations: int = 0
+    voluntary_unavailable_pod_seconds: float = 0.0
+    _debt: dict[str, int] = field(
+        default_factory=dict
+    )  # namespace/deployment -> voluntary evictions unreplaced
+    _last_scan: float | None = None
 
     # -- what the scenario and the world tell the checker -----------------------------------------------------
 
@@ -178,6 +208,9 @@ class RuleChecker:
             self._judge_removal(key, seen, now, spent)
         for key, pod in current.items():
             if is_running(pod) and key not in self._running:
+                owner = _owner_deployment(pod)
+                if owner is not None and self._debt.get(owner, 0) > 0:
+                    self._debt[owner] -= 1  # a new pod of the Deployment runs: one eviction replaced
                 meta = metadata(pod)
                 self._running[key] = _Seen(
                     {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
@@ -195,11 +228,31 @@ class RuleChecker:
             for pdb in self.store.view("poddisruptionbudgets")
         }
         self._track_nodes(now, pods)
+        self._count_unavailable(now, pods)
+
+    def _count_unavailable(self, now: float, pods: list[JSON]) -> None:
+        """Rule 8: pending-and-unschedulable pods of Deployments with a voluntary eviction unreplaced."""
+        if self._last_scan is not None and now > self._last_scan and any(self._debt.values()):
+            stuck: dict[str, int] = {}
+            for pod in pods:
+                owner = _owner_deployment(pod)
+                if owner is not None and self._debt.get(owner, 0) > 0 and _unschedulable(pod):
+                    stuck[owner] = stuck.get(owner, 0) + 1
+            waiting = sum(min(count, self._debt[owner]) for owner, count in stuck.items())
+            if waiting:
+                if self.voluntary_unavailable_pod_seconds == 0.0:
+                    self.violations.append(
+                        f"{self._t(now)}: {waiting} pod(s) evicted by a voluntary disruption have nowhere to run"
+                    )
+                self.voluntary_unavailable_pod_seconds += waiting * (now - self._last_scan)
+        self._last_scan = now
 
     def _judge_removal(self, key: str, seen: _Seen, now: float, spent: dict[str, int]) -> None:
         if seen.deployment is not None and seen.deployment in self._expected:
             return
         self.disruptions += 1
+        if seen.deployment is not None and self.node_reasons.get(seen.node or "") in VOLUNTARY_REASONS:
+            self._debt[seen.deployment] = self._debt.get(seen.deployment, 0) + 1
         if seen.node is not None and seen.node in self._terminated_nodes:
             return  # its instance went away: rule 4 judged the termination
         deadline = self.deadlines.get(seen.node or "")
@@ -313,6 +366,8 @@ class RuleChecker:
         if node_name is None:
             return
         self._terminated_nodes.add(node_name)
+        if by == "by Longshore":
+            self._judge_unsafe(node_name, instance_id, now)
         pdbs = {
             f"{metadata(p).get('namespace')}/{metadata(p).get('name')}": p
             for p in self.store.view("poddisruptionbudgets")
@@ -341,6 +396,26 @@ class RuleChecker:
             self.violations.append(
                 f"{self._t(now)}: instance {instance_id} (node {node_name}) was terminated ({by}) while pod "
                 f"{pod_key(pod)} on it could still have been evicted"
+            )
+
+    def _judge_unsafe(self, node_name: str, instance_id: str, now: float) -> None:
+        """Rule 7: a Longshore termination that took pods with it (before the node's drain deadline)."""
+        deadline = self.deadlines.get(node_name)
+        if deadline is not None and now >= deadline:
+            return
+        left = [
+            pod_key(p)
+            for p in self.store.view("pods")
+            if node_of(p) == node_name
+            and not is_daemon_pod(p)
+            and not metadata(p).get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+        if left:
+            self.unsafe_terminations += 1
+            self.violations.append(
+                f"{self._t(now)}: instance {instance_id} (node {node_name}) was terminated by Longshore while "
+                f"{len(left)} pod(s) were still on it ({', '.join(left[:3])})"
             )
 
     # -- launches -------------------------------------------------------------------------------------------

@@ -890,6 +890,12 @@ class ScenarioRunner:
                     "webhook_triggers": self.world.webhook_triggers.get("provisioner", 0),
                 },
                 "pod_disruptions": self.checker.disruptions,
+                "availability": {
+                    "voluntary_unavailable_pod_seconds": round(
+                        self.checker.voluntary_unavailable_pod_seconds, 3
+                    ),
+                    "unsafe_terminations": self.checker.unsafe_terminations,
+                },
                 "planner": {
                     "passes": self.planner.passes,
                     "decisions_by_reason": dict(sorted(self.planner.decisions.items())),
@@ -1100,6 +1106,13 @@ def evaluate_expectations(scenario: Scenario, summary: dict[str, Any]) -> dict[s
             "actual": len(summary["violations"]),
             "ok": not summary["violations"],
         }
+    availability = summary.get("availability") or {}
+    checks["availability"] = {  # every scenario: no voluntary unavailability, no unsafe termination
+        "expected": {"voluntary_unavailable_pod_seconds": 0, "unsafe_terminations": 0},
+        "actual": availability,
+        "ok": not availability.get("voluntary_unavailable_pod_seconds")
+        and not availability.get("unsafe_terminations"),
+    }
     window = expect.taint_after_last_pod_left_s
     if window is not None:
         seen = summary.get("tainted_after_last_pod_left_s") or {}

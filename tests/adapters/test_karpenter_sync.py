@@ -47,7 +47,7 @@ def merged(objects: KubeKarpenterObjects):  # type: ignore[no-untyped-def]
         "apiVersion": "longshore.io/v1alpha1",
         "kind": "Cluster",
         "metadata": {"name": "demo"},
-        "spec": {},
+        "spec": {"poolSource": "cluster"},
     }
     listed = [*objects.list_objects("EC2NodeClass"), *objects.list_objects("NodePool")]
     return merge_cluster_objects(

@@ -27,6 +27,7 @@ def run(name: str) -> tuple[ScenarioRunner, dict[str, Any]]:
 
 
 def assert_clean(summary: dict[str, Any]) -> None:
+    assert summary["availability"] == {"voluntary_unavailable_pod_seconds": 0.0, "unsafe_terminations": 0}
     assert summary["violations"] == []
     assert summary["pods"]["never_ran"] == []
     assert summary["duplicate_launches"] == 0

@@ -14,7 +14,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export MOTO_EC2_LOAD_DEFAULT_AMIS := false
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: demo test lint unit bench synth tools clean
+.PHONY: demo test lint unit bench synth tools clean chaos
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ unit: tools
 	PATH="$(CURDIR)/$(CDK_DIR)/node_modules/.bin:$$PATH" $(VENV)/bin/pytest -n 2
 
 test: lint unit
+
+chaos: $(STAMP)
+	$(VENV)/bin/longshore chaos --seeds $${SEEDS:-200} --jobs 2 --report reports/chaos
 
 bench: $(STAMP)
 	$(PY) -m bench.run

@@ -131,6 +131,7 @@ class _Counters:
     passes: int = 0
     crashes: int = 0
     launch_failures: int = 0
+    failed_invocations: int = 0
     quiet_jumps: int = 0
     live_prices: dict[str, float] = field(default_factory=dict)
     launched_types: dict[str, int] = field(default_factory=dict)  # "type/capacity type" -> instances
@@ -164,6 +165,7 @@ class PlannerCadence:
         self.decisions: dict[str, int] = {}
         self.abandoned = 0
         self.dropped = 0
+        self.failed = 0
         self._timer: Any = None
         self._next: float | None = None
         self._skipping = False
@@ -238,7 +240,14 @@ class PlannerCadence:
             self._invocation_deadline = now + LAMBDA_TIMEOUT_S - PLANNER_MARGIN_S
             self._fresh_invocation = False
         self._invocation_running = True
-        report = self.world.planner.run_pass()
+        try:
+            report = self.world.planner.run_pass()
+        except Exception as error:  # the invocation fails, as a Lambda does; the schedule starts the next
+            self.failed += 1
+            self.runner.obs.notes.append(f"t={self.runner._t():.1f}s: a planner pass failed ({error})")
+            self._invocation_running, self._fresh_invocation = False, True
+            self.schedule(self._tick(self.world.clock.now()))
+            return
         self.passes += 1
         for acted in report.acted:
             if acted.outcome == "abandoned":
@@ -345,6 +354,7 @@ class ScenarioRunner:
         lambda_timeout_s: float = LAMBDA_TIMEOUT_S,
         retry_gap_s: float = 1.0,
         settings: ProvisionerSettings | None = None,
+        lenient_steps: bool = False,
     ) -> None:
         for step in scenario.steps:
             if step.event is not None and not scenario.resolve(step.event.file).is_file():
@@ -353,6 +363,7 @@ class ScenarioRunner:
                     f"{step.event.file!r} ({scenario.resolve(step.event.file)})"
                 )
         self.scenario = scenario
+        self.lenient_steps = lenient_steps  # a step with no node to act on is noted and skipped (chaos runs)
         self.progress = progress
         self.lambda_timeout_s = lambda_timeout_s
         self.retry_gap_s = retry_gap_s
@@ -431,7 +442,14 @@ class ScenarioRunner:
                     idle_wait=self._idle_wait,
                     on_pass=self._on_pass,
                 )
-            except SimulatedCrash as error:
+            except Exception as error:
+                if not isinstance(error, SimulatedCrash):
+                    # An invocation that fails (the API server kept answering 5xx...) is one Lambda records as
+                    # an error; the schedule or the next trigger starts another.
+                    self.counters.failed_invocations += 1
+                    self.obs.notes.append(f"t={self._t():.1f}s: a provisioner invocation failed ({error})")
+                    self._sleep_unless_triggered(clock.now() + self.retry_gap_s)
+                    continue
                 # A killed Lambda runs no cleanup: put back the lease `run_invocation`'s `finally` released,
                 # as the dead run left it (held until its last renewal plus the TTL).
                 if service.lease_taken_at is not None:
@@ -514,6 +532,14 @@ class ScenarioRunner:
     # -- steps ------------------------------------------------------------------------------------------------
 
     def _apply_step(self, step: Step) -> None:
+        try:
+            self._apply_step_now(step)
+        except ScenarioError as error:
+            if not self.lenient_steps:
+                raise
+            self.obs.notes.append(f"t={step.at:g}s: {step.action} skipped: {error}")
+
+    def _apply_step_now(self, step: Step) -> None:
         world = self.world
         note = f"t={step.at:g}s: {step.note or step.action}"
         if step.scale is not None:
@@ -549,6 +575,26 @@ class ScenarioRunner:
             note = self._deliver_event(step)
         elif step.rotate is not None:
             note = self._start_rotation(step)
+        elif step.delete_node is not None:
+            names = [
+                str(metadata(n).get("name"))
+                for n in self._choose_nodes(step.delete_node.nodes, step.delete_node.selector, "deleteNode")
+            ]
+            for name in names:
+                world.cluster.store.delete("nodes", name)
+            note = f"t={step.at:g}s: kubectl delete node {' '.join(names)}"
+        elif step.api_faults is not None:
+            spec = step.api_faults
+            fault = world.cluster.emulator.faults.add(
+                resource=spec.resource, verb=spec.verb, status=spec.status
+            )
+            world.clock.call_at(
+                world.clock.now() + spec.duration, lambda: world.cluster.emulator.faults.remove(fault)
+            )
+            note = f"t={step.at:g}s: the Kubernetes API answers {spec.status} for {spec.duration:g}s"
+        elif step.cold_start is not None:
+            world.cold_start_planner()
+            note = f"t={step.at:g}s: the planner's container is replaced (cold start)"
         elif step.ami is not None:
             published = world.publish_amis(step.ami.release)
             self.planner.ami_changed()
@@ -885,6 +931,7 @@ class ScenarioRunner:
                     "passes": self.counters.passes,
                     "crashes": self.counters.crashes,
                     "failed_launches": self.counters.launch_failures,
+                    "failed_invocations": self.counters.failed_invocations,
                     "quiet_fast_forwards": self.counters.quiet_jumps,
                     "triggered": len(self.world.triggered),
                     "webhook_triggers": self.world.webhook_triggers.get("provisioner", 0),
@@ -901,6 +948,7 @@ class ScenarioRunner:
                     "decisions_by_reason": dict(sorted(self.planner.decisions.items())),
                     "abandoned": self.planner.abandoned,
                     "dropped_on_revalidation": self.planner.dropped,
+                    "failed_passes": self.planner.failed,
                     "skips": len(self.planner.skipped_until),
                     "webhook_triggers": self.world.webhook_triggers.get("planner", 0),
                 },

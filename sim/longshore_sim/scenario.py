@@ -114,7 +114,41 @@ class Ami(_Strict):
     release: str = Field(min_length=1)
 
 
-ACTIONS = ("scale", "delete", "apply", "unavailable", "crash", "event", "rotate", "ami")
+class DeleteNode(_Strict):
+    """`kubectl delete node`: the Node gets a deletion timestamp (its finalizer holds it until Longshore drains)."""
+
+    nodes: int | list[str] = 1
+    selector: dict[str, str] = Field(default_factory=dict)
+
+
+class ApiFaults(_Strict):
+    """The Kubernetes API answers `status` (500, 503, 429...) to matching requests for `duration`."""
+
+    status: int = Field(503, ge=400, le=599)
+    duration: Duration = 30.0
+    resource: str | None = None
+    verb: str | None = None
+
+
+class ColdStart(_Strict):
+    """A function's container is replaced: its next invocation starts from nothing (no warm memory)."""
+
+    function: Literal["planner"] = "planner"
+
+
+ACTIONS = (
+    "scale",
+    "delete",
+    "apply",
+    "unavailable",
+    "crash",
+    "event",
+    "rotate",
+    "ami",
+    "delete_node",
+    "api_faults",
+    "cold_start",
+)
 
 
 class Window(_Strict):
@@ -132,6 +166,9 @@ class Step(_Strict):
     event: Event | None = None
     rotate: Rotate | None = None
     ami: Ami | None = None
+    delete_node: DeleteNode | None = Field(None, alias="deleteNode")
+    api_faults: ApiFaults | None = Field(None, alias="apiFaults")
+    cold_start: ColdStart | None = Field(None, alias="coldStart")
     note: str | None = None
 
     @model_validator(mode="after")

@@ -250,7 +250,7 @@ class SimulatedWorld:
         )
         self.sfn = StepFunctionsSimulator(self.clock, self._invoke_step)
         self.workflows = SimulatedWorkflows(self.sfn)
-        self.planner = DisruptionService(
+        self._new_planner: Callable[[], DisruptionService] = lambda: DisruptionService(
             config,
             lambda: self.catalog,
             PlannerPorts(
@@ -269,6 +269,7 @@ class SimulatedWorld:
             ),
             logging.getLogger("longshore.planner"),
         )
+        self.planner = self._new_planner()
         self.interruption = InterruptionService(
             claims=self.store,
             offerings=self.offerings,
@@ -286,6 +287,10 @@ class SimulatedWorld:
         self.queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
+
+    def cold_start_planner(self) -> None:
+        """Replace the planner's container: a new service with no memory of earlier passes."""
+        self.planner = self._new_planner()
 
     def _mute_lambda_stdout(self) -> None:
         """The Lambda modules' Powertools loggers print JSON to stdout (CloudWatch's input); in the simulation

@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, one-line help)
     "validate": ("longshore.cli.validate", "Validate cluster configs and Karpenter manifests."),
     "demo": ("longshore_sim.cli.demo", "Run the local end-to-end demo (needs longshore[sim])."),
+    "chaos": (
+        "longshore_sim.cli.chaos",
+        "Randomised whole-system runs on the simulation (needs longshore[sim]).",
+    ),
     "sandbox": (
         "longshore_sim.cli.sandbox",
         "A local simulated cluster for kubectl, until Ctrl-C (needs longshore[sim]).",

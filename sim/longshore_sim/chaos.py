@@ -1,0 +1,199 @@
+"""Randomised whole-system runs: `longshore chaos --seeds N`.
+
+Rules:
+- Each seed generates one scenario (`generate`), deterministically: the example cluster (`clusters/demo.yaml`:
+  an on-demand and spot pool, interruption queue, budgets), the `inflate` and PDB-guarded `db` workloads, and
+  a random sequence of steps on virtual time over `DURATION_S`: workload scale changes (up and down), spot
+  interruption warnings, rebalance recommendations and AWS Health scheduled changes on random nodes,
+  capacity errors on the cheapest types, a provisioner killed between its fleet request and its record,
+  Kubernetes API errors (5xx, 429) for tens of seconds, planner cold starts, new AMI releases (drift),
+  manual rotations, and `kubectl delete node`.
+- The scenario runs on the simulation exactly like a shipped one and is judged by every rule of its checker
+  (PDBs, `do-not-disrupt`, budgets, duplicate launches, pods that never ran, unsafe terminations, voluntary
+  unavailability). A step that finds no node to act on is skipped and noted, never an error.
+- A seed fails when its run has a violation (a pod pending for 10 minutes or more is one) or an exception; its line names the seed so
+  `longshore chaos --seed S` replays it, and `--report DIR` writes the failing seed's scenario as YAML.
+- Fault kinds can be chosen (`--faults`), so a run can leave out a kind while a product bug it exposes is fixed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from longshore_sim.scenario import BUNDLED, Scenario, ScenarioError
+
+DURATION_S = 45 * 60
+FAULT_KINDS = (
+    "scale",
+    "spot-warning",
+    "rebalance",
+    "health",
+    "capacity",
+    "crash",
+    "api-errors",
+    "cold-start",
+    "ami",
+    "rotate",
+    "delete-node",
+)
+
+
+def _step(rng: random.Random, kind: str, at: float) -> dict[str, Any]:
+    any_node: dict[str, Any] = {"nodes": 1}
+    if kind == "scale":
+        deployment, top = rng.choice((("db", 8), ("inflate", 20)))
+        return {"at": at, "scale": {"deployment": deployment, "replicas": rng.randint(0, top)}}
+    if kind == "spot-warning":
+        spot = {"nodes": 1, "selector": {"karpenter.sh/capacity-type": "spot"}}
+        return {"at": at, "event": {"file": "events/spot-interruption-warning.json", **spot}}
+    if kind == "rebalance":
+        return {"at": at, "event": {"file": "events/rebalance-recommendation.json", **any_node}}
+    if kind == "health":
+        return {"at": at, "event": {"file": "events/health-scheduled-change-ec2.json", **any_node}}
+    if kind == "capacity":
+        types = rng.sample(["m5.large", "c5.large", "m6i.large", "c6i.large", "r5.large"], 2)
+        return {"at": at, "unavailable": {"instanceTypes": types, "duration": rng.choice(["5m", "15m"])}}
+    if kind == "crash":
+        return {"at": at, "crash": {"point": rng.choice(["after-launch-before-record", "before-launch"])}}
+    if kind == "api-errors":
+        return {
+            "at": at,
+            "apiFaults": {"status": rng.choice([500, 503, 429]), "duration": rng.randint(10, 90)},
+        }
+    if kind == "cold-start":
+        return {"at": at, "coldStart": {"function": "planner"}}
+    if kind == "ami":
+        return {"at": at, "ami": {"release": f"chaos-{int(at)}"}}
+    if kind == "rotate":
+        return {"at": at, "rotate": {"nodes": 1}}
+    return {"at": at, "deleteNode": any_node}
+
+
+def generate(seed: int, faults: Iterable[str] = FAULT_KINDS) -> dict[str, Any]:
+    """The scenario of `seed` as a document (what `--report` writes and `longshore simulate` reads)."""
+    rng = random.Random(seed)
+    kinds = [k for k in FAULT_KINDS if k in set(faults)] or ["scale"]
+    steps = [
+        {"at": 60, "scale": {"deployment": "db", "replicas": rng.randint(3, 8)}},
+        {"at": 90, "scale": {"deployment": "inflate", "replicas": rng.randint(2, 12)}},
+    ]
+    at = 300.0
+    while True:
+        at += rng.uniform(90, 300)
+        if at > DURATION_S - 600:
+            break
+        steps.append(_step(rng, rng.choice(kinds), round(at)))
+    return {
+        "name": f"chaos-{seed}",
+        "description": f"randomised run, seed {seed} (longshore chaos --seed {seed})",
+        "cluster": "clusters/demo.yaml",
+        "clusterName": "demo",
+        "region": "us-east-1",
+        "workloads": ["workloads/db-pdb.yaml", "workloads/inflate.yaml"],
+        "bootDelay": "30s",
+        "duration": DURATION_S,
+        "steps": steps,
+        "expect": {"allRunning": False, "zeroViolations": True},
+    }
+
+
+def replayable(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with its files named by absolute path, so it runs from wherever it is written."""
+
+    def absolute(relative: str) -> str:
+        return str(BUNDLED / relative)
+
+    steps = [
+        {**step, "event": {**step["event"], "file": absolute(step["event"]["file"])}}
+        if "event" in step
+        else step
+        for step in document["steps"]
+    ]
+    return {
+        **document,
+        "cluster": absolute(document["cluster"]),
+        "workloads": [absolute(w) for w in document["workloads"]],
+        "steps": steps,
+    }
+
+
+def scenario_of(document: dict[str, Any]) -> Scenario:
+    """The scenario, resolving its relative paths among the shipped scenarios' files."""
+    return Scenario.model_validate({**document, "source": BUNDLED / f"{document['name']}.yaml"})
+
+
+@dataclass
+class SeedResult:
+    seed: int
+    problems: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def run_seed(seed: int, faults: Iterable[str] = FAULT_KINDS) -> SeedResult:
+    from longshore_sim.runner import ScenarioRunner
+
+    started = time.perf_counter()
+    result = SeedResult(seed)
+    try:
+        summary = ScenarioRunner(scenario_of(generate(seed, faults)), lenient_steps=True).run().summary
+        result.problems.extend(summary["violations"])  # pods that never ran for 10 min are among them
+    except (ScenarioError, Exception) as error:  # a crash of the system under test is a failure of the seed
+        result.problems.append(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=3)}")
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+def _run_one(job: tuple[int, tuple[str, ...]]) -> SeedResult:
+    import logging
+
+    logging.disable(logging.WARNING)  # the functions' own warnings are part of the run, not of its report
+    return run_seed(*job)
+
+
+def run(
+    seeds: Iterable[int],
+    faults: Iterable[str] = FAULT_KINDS,
+    report: Path | None = None,
+    echo: Callable[[str], None] = print,
+    jobs: int = 1,
+) -> list[SeedResult]:
+    """Run every seed (`jobs` processes at once); print one line per failing seed, in seed order, and the
+    closing `chaos: N seeds, V violations` line."""
+    chosen = tuple(faults)
+    work = [(seed, chosen) for seed in seeds]
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            outcomes = pool.imap(_run_one, work)
+            return _report(outcomes, chosen, report, echo)
+    return _report(map(_run_one, work), chosen, report, echo)
+
+
+def _report(
+    outcomes: Iterable[SeedResult], chosen: tuple[str, ...], report: Path | None, echo: Callable[[str], None]
+) -> list[SeedResult]:
+    results = []
+    for outcome in outcomes:
+        seed = outcome.seed
+        results.append(outcome)
+        if outcome.problems:
+            echo(f"seed {seed}: {len(outcome.problems)} problem(s): {outcome.problems[0].splitlines()[0]}")
+            if report is not None:
+                report.mkdir(parents=True, exist_ok=True)
+                (report / f"chaos-{seed}.yaml").write_text(
+                    yaml.safe_dump(replayable(generate(seed, chosen)), sort_keys=False)
+                    + "# problems:\n"
+                    + "".join(f"#   {line}\n" for p in outcome.problems for line in p.splitlines()[:1])
+                )
+    violations = sum(len(r.problems) for r in results)
+    echo(f"chaos: {len(results)} seeds, {violations} violations")
+    return results

@@ -1,4 +1,4 @@
-"""Lower bounds on the hourly cost of running a set of pods (reference/performance.md §2.2), via HiGHS.
+"""Lower bounds on the hourly cost of running a set of pods (`docs/reference/lp-bounds.md`), via HiGHS.
 
 Theory of operation: a bound answers "what is the least any placement could pay per hour for these pods on
 these pools", so a simulation can report how far the provisioner's final cluster is from it. Pods are grouped
@@ -9,7 +9,7 @@ the set of classes they can serve and only the cheapest of each group is kept; a
 (a superset of the classes, at least the room, no dearer) is dropped, which changes neither LP's optimum.
 Two LPs are built on them.
 
-*The fluid LP* (§2.2 step 3):
+*The fluid LP* (`docs/reference/lp-bounds.md` §2):
 
     min  sum_b p_b y_b
     s.t. sum_b z_kb = 1                              every class is placed (fractionally)
@@ -21,7 +21,7 @@ Every integer placement is a feasible point, so the optimum bounds every real cl
 are not enforced, so a cluster whose pods cannot fill their nodes (30 pods of 500m on a node with 15,890m
 allocatable) is above it by the unavoidable remainder. `linprog(method="highs")` solves it in milliseconds.
 
-*The configuration LP* (Gilmore-Gomory, §2.2 step 4): a column `a` of bin b is a whole node's worth of pods,
+*The configuration LP* (Gilmore-Gomory, `docs/reference/lp-bounds.md` §3): a column `a` of bin b is a whole node's worth of pods,
 an integer count a_k per class with sum_k a_k d_kr <= C_br, a_k <= n_k, a_k <= 1 for anti-affine classes and
 a_k = 0 for classes the bin cannot serve. The LP `min sum p_b lambda_a s.t. sum_a a_k lambda_a >= n_k` is
 relaxed only in how many of each node are bought, so it is at least the fluid bound and, every node of an

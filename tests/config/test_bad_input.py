@@ -1,4 +1,4 @@
-"""Each kind of bad input the issue lists is rejected with an error naming file, document, field, value, line."""
+"""Each kind of bad input is rejected with an error naming file, document, field, value, line."""
 
 from __future__ import annotations
 

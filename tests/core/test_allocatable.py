@@ -1,4 +1,4 @@
-"""Allocatable per reference §1.8, checked against the worked numbers and Karpenter's published values.
+"""Allocatable per Karpenter's formula (`core.allocatable`), checked against the worked numbers and Karpenter's published values.
 
 The expected values in `test_matches_karpenter_published_allocatable` come from Karpenter's generated
 reference page (aws/karpenter-provider-aws `website/content/en/docs/reference/instance-types.md`, AL2023,

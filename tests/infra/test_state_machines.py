@@ -27,7 +27,7 @@ FAKE = {
 
 
 def _resolve(value: Any, template: dict[str, Any]) -> str:
-    """An Fn::Join'ed definition string with pseudo parameters and function ARNs filled in (tooling.md §7)."""
+    """An Fn::Join'ed definition string with pseudo parameters and function ARNs filled in."""
     if isinstance(value, str):
         return value
     if "Fn::Join" in value:

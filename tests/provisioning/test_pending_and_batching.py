@@ -1,4 +1,4 @@
-"""Which pods the provisioner counts (Karpenter §1.1) and how a batch window closes (1 s idle, 10 s max)."""
+"""Which pods the provisioner counts (Karpenter's `IsProvisionable`) and how a batch window closes (1 s idle, 10 s max)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Run the real state machine definitions in moto's ASL interpreter, on virtual time, with the steps Lambda
 dispatched in-process to `handlers.workflow_steps.handler` over the test's fakes.
 
-Theory of operation (reference/tooling.md §4 and §7): `mock_aws` with `execute_state_machine` makes moto
+Theory of operation (moto's Step Functions interpreter, `moto/stepfunctions/parser/`): `mock_aws` with `execute_state_machine` makes moto
 interpret the ASL; `LambdaSimpleBackend.invoke` is replaced by a call into the handler (an exception becomes a
 Lambda function error with `errorType` = its class name, as the Lambda runtime reports it); Wait states and
 Retry back-offs advance the test's `VirtualClock` instead of sleeping, and the nested-execution poll interval

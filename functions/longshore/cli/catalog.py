@@ -6,7 +6,7 @@ load_catalog`) with `--live`, against AWS with the default credentials. Without 
 the shapes and zone offerings are EC2's own answers shipped as package data (`longshore/data/ec2/`, see
 `adapters.aws.instance_types.offline_catalog`) and prices come from the shipped table. For each pool, the pool's requirements (plus its template labels and `karpenter.sh/nodepool`) pick
 the compatible types, cheapest first; each is shown with its labels, its allocatable (capacity minus kube- and
-system-reserved and the eviction threshold, before DaemonSets; reference §1.8, using the pool's kubelet
+system-reserved and the eviction threshold, before DaemonSets; `core.allocatable`, using the pool's kubelet
 settings and node class) and every offering the pool's zone/capacity-type requirements allow.
 
 JSON schema (stable; quantities are Kubernetes quantity strings, prices USD per hour):

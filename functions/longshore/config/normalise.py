@@ -1,7 +1,7 @@
 """Validated schema objects of any dialect -> the one normalised model (`core.model`) with v1 semantics.
 
 Theory of operation: each function maps one document kind, following the v1alpha5 -> v1beta1 -> v1 table of
-Karpenter's migration (reference karpenter.md §7.3), and fills Karpenter's defaults for what the document
+Karpenter's migration (aws/karpenter-provider-aws `website/content/en/v1.0/upgrading/v1-migration.md`), and fills Karpenter's defaults for what the document
 leaves out. Where the dialects mean different things the model says so explicitly instead of pretending:
 
 * expiry: v1alpha5 `ttlSecondsUntilExpired` and v1beta1 `disruption.expireAfter` are graceful

@@ -1,6 +1,6 @@
 """Node capacity and allocatable per instance type, exactly as Karpenter's AWS provider computes them.
 
-Theory of operation (reference/karpenter.md §1.8; aws `pkg/providers/instancetype/types.go`):
+Theory of operation (aws/karpenter-provider-aws `pkg/providers/instancetype/types.go`):
 
     capacity.cpu               = vCPUs
     capacity.memory            = MiB (- 64 MiB CMA on arm64) - ceil(MiB x vmMemoryOverheadPercent) MiB

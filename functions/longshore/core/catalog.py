@@ -12,7 +12,7 @@ offerings), computed once per type.
 A `Catalog` is an immutable list of types. It answers "which types may a pool (or claim) with these
 requirements use" and "which of their offerings": a type qualifies when its requirements are compatible and
 at least one *available* offering is allowed by the requirements' zone and capacity-type constraints; the
-answer is ordered by the cheapest such offering (Karpenter `OrderByPrice`, reference §1.10), ties broken
+answer is ordered by the cheapest such offering (Karpenter `OrderByPrice`, kubernetes-sigs/karpenter `pkg/cloudprovider/types.go`), ties broken
 by name. Availability changes (ICE, spot interruptions) produce a new catalog with `without_offerings`.
 Nothing here talks to AWS: `adapters/aws/instance_types.py` builds catalogs from EC2 responses.
 

@@ -1,6 +1,6 @@
 """Draining a node: which pods are left alone, which are evicted now, which wait, which are deleted.
 
-Theory of operation (Karpenter's terminator, `reference/karpenter.md` §3.2 and §4.9): a drain is a series of
+Theory of operation (kubernetes-sigs/karpenter `pkg/controllers/node/termination/terminator/terminator.go` and `eviction.go`): a drain is a series of
 *passes*. Each pass looks at the pods on the node and returns a `DrainPlan`; the caller performs it and
 comes back a few seconds later. The plan is a pure function of the pods, the time and the deadline:
 

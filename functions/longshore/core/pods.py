@@ -206,7 +206,7 @@ class Pod:
         return not self.is_terminal and not self.deleting
 
     def is_provisionable(self) -> bool:
-        """Karpenter's rule (reference §1.1), minus the Unschedulable condition, which `plan` cannot know:
+        """Karpenter's rule (kubernetes-sigs/karpenter `pkg/utils/pod/scheduling.go` `IsProvisionable`), minus the Unschedulable condition, which `plan` cannot know:
         unbound, not nominated, not a DaemonSet or mirror pod, not terminal or terminating."""
         return (
             not self.node_name

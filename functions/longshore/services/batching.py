@@ -1,6 +1,6 @@
 """Batching pending pods: wait until they stop arriving (1 s idle) or the window is full (10 s), on the injected clock.
 
-Theory of operation (Karpenter `batcher.go`, reference/karpenter.md §1.2): a scale-up creates pods over a few
+Theory of operation (kubernetes-sigs/karpenter `pkg/controllers/provisioning/batcher.go`): a scale-up creates pods over a few
 seconds; planning at the first one would launch a small node and then another. So once provisionable pods are
 seen, the batcher looks again every `idle_s`: while new pods (by uid) keep appearing and `max_s` has not passed
 since the first look, it waits once more; otherwise the batch is closed. The same pods seen again do not extend

@@ -274,9 +274,7 @@ class ClusterConfig:
     node_classes: tuple[NodeClass, ...]
     interruption: InterruptionSettings = field(default_factory=InterruptionSettings)
     settings: Settings = field(default_factory=Settings)
-    pool_source: str = (
-        "both"  # "config" | "cluster" | "both": where pools come from (`config.cluster_objects`)
-    )
+    pool_source: str = "config"  # or "cluster" | "both": where pools come from (`config.cluster_objects`)
 
     def pool(self, name: str) -> NodePool:
         for pool in self.node_pools:

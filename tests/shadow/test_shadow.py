@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.adapters.shadow import ShadowCluster, ShadowLauncher, ShadowWorkflow
 from longshore.core import telemetry
@@ -52,7 +54,8 @@ def test_a_would_be_disruption_starts_nothing() -> None:
     assert [p.value for p in sink.named(telemetry.SHADOW_WOULD_DISRUPT, Reason="empty")] == [1]
 
 
-def test_the_shadow_cluster_reads_but_never_writes() -> None:
+def test_the_shadow_cluster_reads_but_never_writes(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO")  # every would-be write is logged
     cluster = ShadowCluster(RecordingCluster())  # type: ignore[arg-type]
     assert cluster.list_nodes() == [{"metadata": {"name": "n1"}}]
     assert cluster.patch_node("n1", NodePatch(unschedulable=True)) == {"metadata": {"name": "n1"}}
@@ -60,3 +63,10 @@ def test_the_shadow_cluster_reads_but_never_writes() -> None:
     assert cluster.delete_pod("default", "web") is False
     assert cluster.delete_node("n1") is False
     cluster.post_event(KubeEvent(ObjectRef("Node", "n1"), "Test", "nothing"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "shadow: would patch node",
+        "shadow: would evict pod",
+        "shadow: would delete pod",
+        "shadow: would delete node",
+        "shadow: would post event",
+    ]

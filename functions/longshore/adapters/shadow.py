@@ -90,4 +90,4 @@ class ShadowCluster:
         return False
 
     def post_event(self, event: KubeEvent) -> None:
-        log.info("shadow: would post event", extra={"reason": event.reason, "message": event.message})
+        log.info("shadow: would post event", extra={"reason": event.reason, "event_message": event.message})

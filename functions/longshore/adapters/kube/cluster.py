@@ -3,7 +3,9 @@
 Theory of operation: built from a configured `kubernetes.client.ApiClient` (production: `adapters.aws.eks`;
 tests and the simulation: the loopback API emulator). Reads ask for the raw response (`_preload_content=False`)
 and parse the JSON themselves, so objects come back exactly as the API server sent them (the dict shape the
-port promises) without building client models; list calls follow `metadata.continue` pages. Writes send
+port promises) without building client models; list calls follow `metadata.continue` pages, ask for gzip
+(`Accept-Encoding`; urllib3 inflates it) and trim each page to the fields Longshore reads (`decode`) as soon as
+it is parsed, so a list never holds more than one page of full objects. Writes send
 plain dict bodies (a dict `patch_node` body is a strategic-merge patch; `spec.taints` has no merge key, so
 the list is replaced, which is what `NodePatch.taints` means). Every call goes through `call_with_retries`
 (5xx, throttling 429, timeouts); an eviction refused by a PodDisruptionBudget is an answer, not a failure.
@@ -22,6 +24,7 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
+from longshore.adapters.kube.decode import compact_node, compact_pod
 from longshore.adapters.kube.retry import (
     RetryPolicy,
     call_with_retries,
@@ -34,6 +37,8 @@ from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch
 PAGE_SIZE: Final = 500
 REQUEST_TIMEOUT: Final = (5.0, 30.0)  # connect, read (seconds)
 _FINISHED_PHASES: Final = frozenset({"Succeeded", "Failed"})
+GZIP: Final = {"Accept-Encoding": "gzip"}
+"""Asked on list calls: list answers compress about tenfold, and the API server only compresses when asked."""
 
 
 def _rfc3339(epoch: float) -> str:
@@ -76,16 +81,27 @@ class KubeCluster:
         kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
         return call_with_retries(lambda: fn(*args, **kwargs), self._retry, self._sleep, what)
 
-    def _list(self, what: str, fn: Callable[..., Any], **kwargs: Any) -> list[Manifest]:
+    def _list(
+        self,
+        what: str,
+        fn: Callable[..., Any],
+        compact: Callable[[Manifest], Manifest] | None = None,
+        **kwargs: Any,
+    ) -> list[Manifest]:
         items: list[Manifest] = []
         token: str | None = None
         while True:
             page_args = {k: v for k, v in kwargs.items() if v is not None}
             if token:
                 page_args["_continue"] = token
-            body = _json(self._call(what, fn, limit=PAGE_SIZE, _preload_content=False, **page_args))
-            items.extend(body.get("items") or [])
+            response = self._call(
+                what, fn, limit=PAGE_SIZE, _preload_content=False, _headers=GZIP, **page_args
+            )
+            body = _json(response)
+            page = body.get("items") or []
+            items.extend(page if compact is None else (compact(item) for item in page))
             token = (body.get("metadata") or {}).get("continue") or None
+            del body, page, response  # only the compact objects outlive the page
             if not token:
                 return items
 
@@ -104,6 +120,7 @@ class KubeCluster:
         pods = self._list(
             "list pods",
             self._core.list_pod_for_all_namespaces,
+            compact_pod,
             field_selector=selector,
             label_selector=label_selector,
         )
@@ -113,7 +130,10 @@ class KubeCluster:
 
     def list_pending_pods(self) -> list[Manifest]:
         pods = self._list(
-            "list pending pods", self._core.list_pod_for_all_namespaces, field_selector="spec.nodeName="
+            "list pending pods",
+            self._core.list_pod_for_all_namespaces,
+            compact_pod,
+            field_selector="spec.nodeName=",
         )
         return [
             p
@@ -123,7 +143,7 @@ class KubeCluster:
         ]
 
     def list_nodes(self, *, label_selector: str | None = None) -> list[Manifest]:
-        return self._list("list nodes", self._core.list_node, label_selector=label_selector)
+        return self._list("list nodes", self._core.list_node, compact_node, label_selector=label_selector)
 
     def get_node(self, name: str) -> Manifest | None:
         response = self._absent_is_none(

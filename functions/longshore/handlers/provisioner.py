@@ -101,7 +101,7 @@ def _provisioner_runtime(wiring: Runtime, sink: MetricsSink | None = None) -> Pr
 
     return ProvisionerRuntime(
         config=wiring.config,
-        cluster=wiring.kube_cluster(),
+        cluster=wiring.kube_cluster(cached=True),
         store=wiring.claims,
         offerings=wiring.offerings,
         lease=wiring.lease,

@@ -505,6 +505,10 @@ class _Handler(BaseHTTPRequestHandler):
                     ("ADDED", o)
                     for o in store.list(rt.plural, request.namespace or None, flt.labels, flt.fields)
                 ]
+            elif start > store.resource_version:  # another server's version (the API server answers the same)
+                raise ApiError(
+                    504, "Timeout", f"Too large resource version: {start}, current: {store.resource_version}"
+                )
             else:
                 cursor = start
         self.send_response(200)

@@ -5,7 +5,8 @@ tests and the simulation: the loopback API emulator). Reads ask for the raw resp
 and parse the JSON themselves, so objects come back exactly as the API server sent them (the dict shape the
 port promises) without building client models; list calls follow `metadata.continue` pages, ask for gzip
 (`Accept-Encoding`; urllib3 inflates it) and trim each page to the fields Longshore reads (`decode`) as soon as
-it is parsed, so a list never holds more than one page of full objects. Writes send
+it is parsed, so a list never holds more than one page of full objects. With a `cache` (`informer`), unfiltered
+pod and node lists are served from a list-then-watch cache; filtered reads always go to the server. Writes send
 plain dict bodies (a dict `patch_node` body is a strategic-merge patch; `spec.taints` has no merge key, so
 the list is replaced, which is what `NodePatch.taints` means). Every call goes through `call_with_retries`
 (5xx, throttling 429, timeouts); an eviction refused by a PodDisruptionBudget is an answer, not a failure.
@@ -25,6 +26,7 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from longshore.adapters.kube.decode import compact_node, compact_pod
+from longshore.adapters.kube.informer import ClusterCache, WatchedList
 from longshore.adapters.kube.retry import (
     RetryPolicy,
     call_with_retries,
@@ -65,7 +67,10 @@ class KubeCluster:
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], float] = time.time,
         event_namespace: str = "default",
+        cache: ClusterCache | None = None,
     ) -> None:
+        """`cache`: serve unfiltered `list_pods()` and `list_nodes()` from a list-then-watch cache kept
+        current from the last resourceVersion (`informer`); None lists every time."""
         self._core = k8s.CoreV1Api(api_client)
         self._apps = k8s.AppsV1Api(api_client)
         self._policy = k8s.PolicyV1Api(api_client)
@@ -74,6 +79,7 @@ class KubeCluster:
         self._sleep = sleep
         self._now = now
         self._event_namespace = event_namespace
+        self._cache = cache
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -88,6 +94,16 @@ class KubeCluster:
         compact: Callable[[Manifest], Manifest] | None = None,
         **kwargs: Any,
     ) -> list[Manifest]:
+        return self._list_versioned(what, fn, compact, **kwargs)[0]
+
+    def _list_versioned(
+        self,
+        what: str,
+        fn: Callable[..., Any],
+        compact: Callable[[Manifest], Manifest] | None = None,
+        **kwargs: Any,
+    ) -> tuple[list[Manifest], str]:
+        """Every page's items (compacted as each page is parsed) and the list's resourceVersion."""
         items: list[Manifest] = []
         token: str | None = None
         while True:
@@ -100,10 +116,11 @@ class KubeCluster:
             body = _json(response)
             page = body.get("items") or []
             items.extend(page if compact is None else (compact(item) for item in page))
-            token = (body.get("metadata") or {}).get("continue") or None
+            list_meta = body.get("metadata") or {}
+            token = list_meta.get("continue") or None
             del body, page, response  # only the compact objects outlive the page
             if not token:
-                return items
+                return items, str(list_meta.get("resourceVersion") or "")
 
     def _absent_is_none(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
@@ -115,7 +132,25 @@ class KubeCluster:
 
     # -- reads --------------------------------------------------------------------------------------------
 
+    def _cached(self, kind: WatchedList, what: str, fn: Callable[..., Any]) -> list[Manifest]:
+        def lister() -> tuple[list[Manifest], str]:
+            return self._list_versioned(what, fn, kind.compact)
+
+        def watcher(version: str, quiet_s: float, max_s: float) -> Any:
+            return fn(  # not retried: a watch that cannot open ends in a relist, which is retried
+                watch=True,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=max(1, int(max_s)),
+                _preload_content=False,
+                _request_timeout=(REQUEST_TIMEOUT[0], quiet_s),
+            )
+
+        return kind.read(lister, watcher)
+
     def list_pods(self, *, node_name: str | None = None, label_selector: str | None = None) -> list[Manifest]:
+        if self._cache is not None and node_name is None and label_selector is None:
+            return self._cached(self._cache.pods, "list pods", self._core.list_pod_for_all_namespaces)
         selector = f"spec.nodeName={node_name}" if node_name else None
         pods = self._list(
             "list pods",
@@ -143,6 +178,8 @@ class KubeCluster:
         ]
 
     def list_nodes(self, *, label_selector: str | None = None) -> list[Manifest]:
+        if self._cache is not None and label_selector is None:
+            return self._cached(self._cache.nodes, "list nodes", self._core.list_node)
         return self._list("list nodes", self._core.list_node, compact_node, label_selector=label_selector)
 
     def get_node(self, name: str) -> Manifest | None:
@@ -281,3 +318,11 @@ class KubeCluster:
                     yield str(event["type"]), raw
         finally:
             watcher.stop()
+
+
+def new_cache(*, quiet_s: float = 0.15, max_s: float = 5.0) -> ClusterCache:
+    """An empty pod and node cache (see `informer`)."""
+    return ClusterCache(
+        pods=WatchedList(compact_pod, quiet_s=quiet_s, max_s=max_s),
+        nodes=WatchedList(compact_node, quiet_s=quiet_s, max_s=max_s),
+    )

@@ -102,7 +102,8 @@ class WatchedList:
                     break
         except (ReadTimeoutError, ProtocolError):
             pass  # quiet for quiet_s (caught up), or the stream dropped: what was applied stands
-        finally:
+        finally:  # the server may still be streaming: close, never hand the connection back half read
+            response.close()
             response.release_conn()
         if added:
             self.items = dict(sorted(self.items.items()))

@@ -23,7 +23,9 @@ field, and the provisioner reports them as Events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -163,6 +165,19 @@ class PodCache:
         self._pods = {k: v for k, v in self._pods.items() if k in keep}
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic collection while thousands of long-lived, acyclic pods are parsed (each collection would walk
+    every object the container holds; bench/scale.py); reference counting still frees as it goes."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse_pod(manifest: Manifest) -> Pod | Skipped:
     try:
         return pod_from_manifest(manifest)
@@ -183,14 +198,15 @@ def pending_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    for manifest in manifests:
-        if not provisionable_manifest(manifest):
-            continue
-        parsed = parse(manifest)
-        if isinstance(parsed, Skipped):
-            skipped.append(parsed)
-        elif provisionable(parsed):
-            pods.append(parsed)
+    with _gc_paused():
+        for manifest in manifests:
+            if not provisionable_manifest(manifest):
+                continue
+            parsed = parse(manifest)
+            if isinstance(parsed, Skipped):
+                skipped.append(parsed)
+            elif provisionable(parsed):
+                pods.append(parsed)
     return tuple(pods), tuple(skipped)
 
 
@@ -352,12 +368,13 @@ def bound_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    for manifest in manifests:
-        if not (manifest.get("spec") or {}).get("nodeName"):
-            continue
-        parsed = parse(manifest)
-        if isinstance(parsed, Skipped):
-            skipped.append(parsed)
-        else:
-            pods.append(parsed)
+    with _gc_paused():
+        for manifest in manifests:
+            if not (manifest.get("spec") or {}).get("nodeName"):
+                continue
+            parsed = parse(manifest)
+            if isinstance(parsed, Skipped):
+                skipped.append(parsed)
+            else:
+                pods.append(parsed)
     return tuple(pods), tuple(skipped)

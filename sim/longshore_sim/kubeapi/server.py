@@ -569,6 +569,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chunk(self, event: JSON) -> None:
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        self.state.bytes_sent += len(data)
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 

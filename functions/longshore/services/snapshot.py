@@ -165,6 +165,12 @@ class PodCache:
         self._pods = {k: v for k, v in self._pods.items() if k in keep}
 
 
+BULK_OBJECTS = 100_000
+"""A paused block that made more tracked objects than this moves the survivors out of the collector's reach
+(`gc.freeze`): a warm container holds millions of long-lived, acyclic objects (pods, compact manifests), and a
+full collection walking them cost more than the rest of a warm 50,000-pod pass (bench/scale.py)."""
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """No cyclic collection while thousands of long-lived, acyclic pods are parsed (each collection would walk
@@ -176,6 +182,11 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+            if (
+                gc.get_count()[0] > BULK_OBJECTS
+            ):  # collect what is garbage now, then never walk the rest again
+                gc.collect()
+                gc.freeze()
 
 
 def parse_pod(manifest: Manifest) -> Pod | Skipped:

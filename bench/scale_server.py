@@ -27,7 +27,7 @@ def serve(pods: int, per_node: int) -> None:
         for i in range(pods):
             store.create("pods", pod(i, names[i // per_node]), "default", keep_status=True)
         print(emulator.url, flush=True)
-        added = pods
+        added, touches = pods, 0
         for line in sys.stdin:
             command, _, arg = line.strip().partition(" ")
             if command == "bytes":
@@ -38,9 +38,10 @@ def serve(pods: int, per_node: int) -> None:
                 added += int(arg)
                 print("ok", flush=True)
             elif command == "touch":
+                touches += 1  # a new value each time: a repeated patch would change nothing and send no event
                 for i in range(int(arg)):
                     name = pod(i, None)["metadata"]["name"]
-                    store.patch("pods", name, {"metadata": {"labels": {"touched": "yes"}}}, "default")
+                    store.patch("pods", name, {"metadata": {"labels": {"touched": str(touches)}}}, "default")
                 print("ok", flush=True)
             elif command == "quit":
                 return

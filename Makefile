@@ -14,7 +14,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export MOTO_EC2_LOAD_DEFAULT_AMIS := false
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: demo test lint unit bench synth tools clean chaos
+.PHONY: demo test lint unit bench bench-scale synth tools clean chaos
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ chaos: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.run
+
+bench-scale: $(STAMP)
+	$(PY) -m bench.scale $(ARGS)
 
 synth: tools
 	$(CDK) synth -c cluster=$(CLUSTER) --no-notices --no-version-reporting -q

@@ -20,6 +20,7 @@ The asset hash is computed up front from the dependency key and our sources, so 
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import re
@@ -49,6 +50,24 @@ EXCLUDED_PACKAGE_DIRS = frozenset({"cli"})
 separate package (`longshore_sim`) and never part of the asset."""
 EXCLUDED_DEPENDENCY_PATHS = ("kubernetes/aio", "bin")
 """Installed paths the functions never import: the asyncio Kubernetes client (42 MB) and console scripts."""
+ASSET_EXCLUDED_DEPENDENCY_PATTERNS = (
+    "aiohttp",
+    "aiohttp-*.dist-info",
+    "aiohappyeyeballs*",
+    "aiosignal*",
+    "frozenlist*",
+    "multidict*",
+    "propcache*",
+    "yarl*",
+    "attr",
+    "attrs",
+    "attrs-*.dist-info",
+    "aws_xray_sdk/ext/aiohttp",
+)
+"""Paths of the cached dependency tree left out of the asset: aiohttp and the packages only it needs (pulled in
+by `kubernetes`' asyncio extra metadata; about 14 MB unpacked), and X-Ray's aiohttp patcher. No function imports
+them (`tests/infra/test_bundling.py` checks that importing every handler loads none of them). Applied when the
+asset is linked, so the cached tree (and its key) stays valid."""
 BUNDLE_FORMAT = "1"
 """Bump when the bundle layout changes, to invalidate cached dependency trees and asset hashes."""
 
@@ -104,6 +123,10 @@ class BundleSpec:
         )
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
+    def asset_key(self) -> str:
+        """The dependency key plus what the asset leaves out of the cached tree."""
+        return "\n".join((self.dependency_key(), *ASSET_EXCLUDED_DEPENDENCY_PATTERNS))
+
     def package_files(self) -> list[Path]:
         """Our source files that go into the asset, in a stable order."""
         files: list[Path] = []
@@ -118,7 +141,7 @@ class BundleSpec:
 
     def fingerprint(self) -> str:
         """The asset hash: changes when a dependency pin, the platform or one of our files changes."""
-        digest = hashlib.sha256(self.dependency_key().encode())
+        digest = hashlib.sha256(self.asset_key().encode())
         for path in self.package_files():
             digest.update(str(path.relative_to(self.package_dir)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
@@ -136,7 +159,7 @@ class LocalPythonBundling:
     def try_bundle(self, output_dir: str, *, image: cdk.DockerImage | None = None, **options: Any) -> bool:
         del image, options  # the bundle is built here; Docker is never used
         out = Path(output_dir)
-        _link_tree(self.dependencies(), out)
+        _link_tree(self.dependencies(), out, ignore=_asset_ignore(self.dependencies()))
         target = out / self.spec.package_dir.name
         for source in self.spec.package_files():
             destination = target / source.relative_to(self.spec.package_dir)
@@ -201,7 +224,21 @@ def _run(command: list[str], failure: str) -> None:
         raise BundlingError(f"{failure}: {' '.join(command)}\n{result.stdout}{result.stderr}")
 
 
-def _link_tree(source: Path, destination: Path) -> None:
+def _asset_ignore(root: Path) -> Any:
+    """A `shutil.copytree` ignore function that leaves out `ASSET_EXCLUDED_DEPENDENCY_PATTERNS` under `root`."""
+    top = [p for p in ASSET_EXCLUDED_DEPENDENCY_PATTERNS if "/" not in p]
+    nested = {p for p in ASSET_EXCLUDED_DEPENDENCY_PATTERNS if "/" in p}
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        relative = Path(directory).relative_to(root)
+        if relative == Path("."):
+            return {n for n in names if any(fnmatch.fnmatch(n, pattern) for pattern in top)}
+        return {n for n in names if (relative / n).as_posix() in nested}
+
+    return ignore
+
+
+def _link_tree(source: Path, destination: Path, ignore: Any = None) -> None:
     """Copy a tree by hard links (fast, no extra space); fall back to copying across filesystems."""
 
     def link_or_copy(src: str, dst: str) -> object:
@@ -211,7 +248,7 @@ def _link_tree(source: Path, destination: Path) -> None:
             shutil.copy2(src, dst)
         return dst
 
-    shutil.copytree(source, destination, dirs_exist_ok=True, copy_function=link_or_copy)
+    shutil.copytree(source, destination, dirs_exist_ok=True, copy_function=link_or_copy, ignore=ignore)
 
 
 def lambda_code(spec: BundleSpec | None = None, cache_dir: Path | None = None) -> lambda_.Code:

@@ -78,6 +78,10 @@ def test_local_bundle_has_our_package_and_arm64_dependencies_with_unchecked_hash
     assert (out / "longshore" / "core" / "telemetry.py").is_file()
     assert not (out / "longshore" / "cli").exists() and not (out / "longshore" / "sim").exists()
     assert (out / "kubernetes" / "client").is_dir() and not (out / "kubernetes" / "aio").exists()
+    assert not (out / "aiohttp").exists() and not (out / "yarl").exists() and not (out / "multidict").exists()
+    assert (
+        not (out / "aws_xray_sdk" / "ext" / "aiohttp").exists() and (out / "aws_xray_sdk" / "core").is_dir()
+    )
     assert list((out / "pydantic_core").glob("_pydantic_core.cpython-311-aarch64-linux-gnu.so"))
     assert not list((out / "pydantic_core").glob("*x86_64*"))
     assert not (out / "click").exists() and not (out / "rich").exists()
@@ -90,3 +94,18 @@ def test_local_bundle_has_our_package_and_arm64_dependencies_with_unchecked_hash
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     assert size < 250 * 1024 * 1024  # Lambda's unzipped limit
     shutil.rmtree(out)
+
+
+def test_no_handler_imports_what_the_asset_leaves_out() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import longshore.handlers as h\n"
+        "for m in pkgutil.iter_modules(h.__path__): importlib.import_module(f'longshore.handlers.{m.name}')\n"
+        "print(' '.join(sorted(n for n in sys.modules if n.split('.')[0] in {'aiohttp', 'yarl', 'multidict',"
+        " 'frozenlist', 'aiosignal', 'propcache', 'aiohappyeyeballs', 'attr', 'attrs'})))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == ""

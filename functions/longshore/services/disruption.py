@@ -274,8 +274,10 @@ def take_snapshot(
     pdbs = tuple(v for v in (pdb_view(p) for p in cluster.list_pdbs()) if v is not None)
     daemonsets, ds_skipped = snap.daemonset_pods(cluster.list_daemonsets())
     all_claims = claims.list()
-    bound, bound_skipped = snap.bound_pods(pod_manifests)
-    pending, pending_skipped = snap.pending_pods(pod_manifests)
+    parsed = snap.PodCache()  # a warm container re-parses only the pods that changed (`snapshot.PodCache`)
+    parsed.retain(pod_manifests)
+    bound, bound_skipped = snap.bound_pods(pod_manifests, parsed)
+    pending, pending_skipped = snap.pending_pods(pod_manifests, parsed)
     existing, node_skipped = snap.existing_nodes(node_manifests.values(), bound, config)
     by_instance = {c.instance_id: c for c in all_claims if c.instance_id}
     unreadable: dict[str, str] = {}

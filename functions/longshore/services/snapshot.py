@@ -23,7 +23,9 @@ field, and the provisioner reports them as Events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -122,13 +124,27 @@ def pod_uid(pod: Manifest) -> str:
     return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
 
 
+_BY_OBJECT: dict[int, tuple[Manifest, Pod | Skipped]] = {}
+"""The warm container's parsed pods by object identity (each entry keeps its object alive, so ids never repeat)."""
+
+
 class PodCache:
-    """Parsed pods by (uid, resourceVersion): a pod object that did not change is parsed once per run."""
+    """Parsed pods, so a pod object that did not change is parsed once.
+
+    Two memos, both exact: by object identity for the whole warm container (the watch cache of
+    `adapters.kube.informer` hands back the same dict for a pod that did not change, so a warm provisioner or
+    planner pass parses only what changed), and by (uid, resourceVersion) for this cache's run (lists that
+    build new dicts each time). Neither is state: a miss just parses. `retain` keeps both the size of the
+    cluster.
+    """
 
     def __init__(self) -> None:
         self._pods: dict[tuple[str, str], Pod | Skipped] = {}
 
     def parse(self, manifest: Manifest) -> Pod | Skipped:
+        entry = _BY_OBJECT.get(id(manifest))
+        if entry is not None and entry[0] is manifest:
+            return entry[1]
         version = str(_meta(manifest).get("resourceVersion") or "")
         if not version:
             return parse_pod(manifest)
@@ -136,12 +152,41 @@ class PodCache:
         found = self._pods.get(key)
         if found is None:
             found = self._pods[key] = parse_pod(manifest)
+        _BY_OBJECT[id(manifest)] = (manifest, found)
         return found
 
     def retain(self, manifests: Iterable[Manifest]) -> None:
-        """Forget pods that are no longer listed (keeps the cache as large as the cluster)."""
-        keep = {(pod_uid(m), str(_meta(m).get("resourceVersion") or "")) for m in manifests}
+        """Forget pods that are no longer listed (keeps the memos as large as the cluster)."""
+        listed = list(manifests)
+        objects = {id(m) for m in listed}
+        for stale in [k for k in _BY_OBJECT if k not in objects]:
+            del _BY_OBJECT[stale]
+        keep = {(pod_uid(m), str(_meta(m).get("resourceVersion") or "")) for m in listed}
         self._pods = {k: v for k, v in self._pods.items() if k in keep}
+
+
+BULK_OBJECTS = 100_000
+"""A paused block that made more tracked objects than this moves the survivors out of the collector's reach
+(`gc.freeze`): a warm container holds millions of long-lived, acyclic objects (pods, compact manifests), and a
+full collection walking them cost more than the rest of a warm 50,000-pod pass (bench/scale.py)."""
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic collection while thousands of long-lived, acyclic pods are parsed (each collection would walk
+    every object the container holds; bench/scale.py); reference counting still frees as it goes."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+            if (
+                gc.get_count()[0] > BULK_OBJECTS
+            ):  # collect what is garbage now, then never walk the rest again
+                gc.collect()
+                gc.freeze()
 
 
 def parse_pod(manifest: Manifest) -> Pod | Skipped:
@@ -164,14 +209,15 @@ def pending_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    for manifest in manifests:
-        if not provisionable_manifest(manifest):
-            continue
-        parsed = parse(manifest)
-        if isinstance(parsed, Skipped):
-            skipped.append(parsed)
-        elif provisionable(parsed):
-            pods.append(parsed)
+    with _gc_paused():
+        for manifest in manifests:
+            if not provisionable_manifest(manifest):
+                continue
+            parsed = parse(manifest)
+            if isinstance(parsed, Skipped):
+                skipped.append(parsed)
+            elif provisionable(parsed):
+                pods.append(parsed)
     return tuple(pods), tuple(skipped)
 
 
@@ -333,12 +379,13 @@ def bound_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    for manifest in manifests:
-        if not (manifest.get("spec") or {}).get("nodeName"):
-            continue
-        parsed = parse(manifest)
-        if isinstance(parsed, Skipped):
-            skipped.append(parsed)
-        else:
-            pods.append(parsed)
+    with _gc_paused():
+        for manifest in manifests:
+            if not (manifest.get("spec") or {}).get("nodeName"):
+                continue
+            parsed = parse(manifest)
+            if isinstance(parsed, Skipped):
+                skipped.append(parsed)
+            else:
+                pods.append(parsed)
     return tuple(pods), tuple(skipped)

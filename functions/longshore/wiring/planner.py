@@ -53,7 +53,7 @@ def build_planner(wiring: Runtime) -> DisruptionService:
     settings, config, clock = wiring.settings, wiring.config, wiring.clock
     ec2, ssm = wiring.client("ec2"), wiring.client("ssm")
     ports = PlannerPorts(
-        cluster=wiring.kube_cluster("longshore-disruption"),
+        cluster=wiring.kube_cluster("longshore-disruption", cached=True),
         claims=wiring.claims,
         offerings=wiring.offerings,
         workflow=StepFunctionsSurgeWorkflow(

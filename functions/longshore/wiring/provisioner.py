@@ -95,7 +95,7 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         from longshore.wiring.observability import metrics
 
         sink = PowertoolsMetricsSink(metrics())
-    cluster = wiring.kube_cluster()
+    cluster = wiring.kube_cluster(cached=True)  # the container's watch cache of pods and nodes
     return ProvisionerRuntime(
         config=wiring.config,
         cluster=cluster,

@@ -243,14 +243,21 @@ class Runtime:
         tokens = TokenSource.for_cluster(self.client("sts"), self.settings.cluster_name, self.clock.now)
         return api_client(self.cluster_info, tokens, endpoint=self._kube_endpoint)
 
-    def kube_cluster(self, component: str = "longshore") -> KubeCluster:
-        """`ports.kube.Cluster` on the API server; `component` is the source of the Events it posts."""
-        from longshore.adapters.kube.cluster import KubeCluster
+    def kube_cluster(self, component: str = "longshore", *, cached: bool = False) -> KubeCluster:
+        """`ports.kube.Cluster` on the API server; `component` is the source of the Events it posts.
 
+        `cached`: unfiltered pod and node lists come from the container's list-then-watch cache of this
+        cluster (`adapters.kube.informer`), shared by every pass of the warm container."""
+        from longshore.adapters.kube.cluster import KubeCluster, new_cache
+        from longshore.adapters.kube.informer import shared_cache
+
+        extra: dict[str, Any] = {}
+        if cached:
+            extra["cache"] = shared_cache(str(self.kube_api.configuration.host), new_cache)
         if self._injected_clock is None:
-            return KubeCluster(self.kube_api, component=component)
+            return KubeCluster(self.kube_api, component=component, **extra)
         clock = self._injected_clock
-        return KubeCluster(self.kube_api, component=component, sleep=clock.sleep, now=clock.now)
+        return KubeCluster(self.kube_api, component=component, sleep=clock.sleep, now=clock.now, **extra)
 
     # -- EC2 ----------------------------------------------------------------------------------------------
 

@@ -148,6 +148,11 @@ class KubeApiEmulator:
         return list(self._state.requests)
 
     @property
+    def bytes_sent(self) -> int:
+        """Response body bytes sent so far, after compression (what clients read over the wire)."""
+        return self._state.bytes_sent
+
+    @property
     def failures(self) -> list[str]:
         """Tracebacks of unexpected errors inside the emulator (each answered with a 500)."""
         return list(self._state.failures)

@@ -13,10 +13,14 @@ every matching object; with one it replays the change log after that version (41
 when it is too old). The stream ends when `timeoutSeconds` passes in wall time or on the emulator's clock
 (whichever comes first, so simulations with a virtual clock do not wait for real time), and ends abruptly
 (no final chunk) when a `drop_after` fault fires.
+
+Responses of 128 KiB or more are gzipped when the request says `Accept-Encoding: gzip`, as the API server's
+APIResponseCompression does; `bytes_sent` counts what went over the wire.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import threading
@@ -39,6 +43,9 @@ from longshore_sim.kubeapi.store import ObjectStore
 from longshore_sim.kubeapi.watchlog import WatchFilter, check_resource_version
 
 DEFAULT_WATCH_TIMEOUT = 1800.0
+GZIP_THRESHOLD = 128 * 1024
+"""Like the API server's APIResponseCompression: bodies of 128 KiB or more are gzipped when the client asks."""
+GZIP_LEVEL = 1
 _WAKE_INTERVAL = 0.2
 
 
@@ -85,6 +92,8 @@ class ServerState:
     stopping: threading.Event = field(default_factory=threading.Event)
     requests: deque[RequestRecord] = field(default_factory=lambda: deque(maxlen=10_000))
     failures: list[str] = field(default_factory=list)
+    bytes_sent: int = 0
+    """Response body bytes written (after compression): what clients read over the wire, for benchmarks."""
 
 
 class EmulatorHTTPServer(ThreadingHTTPServer):
@@ -266,9 +275,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, payload: Any, retry_after: int | None = None) -> None:
         data = json.dumps(payload, separators=(",", ":")).encode()
+        gzipped = len(data) >= GZIP_THRESHOLD and "gzip" in (self.headers.get("Accept-Encoding") or "")
+        if gzipped:
+            data = gzip.compress(data, compresslevel=GZIP_LEVEL)
+        self.state.bytes_sent += len(data)
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
+            if gzipped:
+                self.send_header("Content-Encoding", "gzip")
             self.send_header("Content-Length", str(len(data)))
             if retry_after is not None:
                 self.send_header("Retry-After", str(retry_after))
@@ -490,6 +505,10 @@ class _Handler(BaseHTTPRequestHandler):
                     ("ADDED", o)
                     for o in store.list(rt.plural, request.namespace or None, flt.labels, flt.fields)
                 ]
+            elif start > store.resource_version:  # another server's version (the API server answers the same)
+                raise ApiError(
+                    504, "Timeout", f"Too large resource version: {start}, current: {store.resource_version}"
+                )
             else:
                 cursor = start
         self.send_response(200)
@@ -550,6 +569,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chunk(self, event: JSON) -> None:
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        self.state.bytes_sent += len(data)
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 

@@ -3,7 +3,10 @@
 Theory of operation: built from a configured `kubernetes.client.ApiClient` (production: `adapters.aws.eks`;
 tests and the simulation: the loopback API emulator). Reads ask for the raw response (`_preload_content=False`)
 and parse the JSON themselves, so objects come back exactly as the API server sent them (the dict shape the
-port promises) without building client models; list calls follow `metadata.continue` pages. Writes send
+port promises) without building client models; list calls follow `metadata.continue` pages, ask for gzip
+(`Accept-Encoding`; urllib3 inflates it) and trim each page to the fields Longshore reads (`decode`) as soon as
+it is parsed, so a list never holds more than one page of full objects. With a `cache` (`informer`), unfiltered
+pod and node lists are served from a list-then-watch cache; filtered reads always go to the server. Writes send
 plain dict bodies (a dict `patch_node` body is a strategic-merge patch; `spec.taints` has no merge key, so
 the list is replaced, which is what `NodePatch.taints` means). Every call goes through `call_with_retries`
 (5xx, throttling 429, timeouts); an eviction refused by a PodDisruptionBudget is an answer, not a failure.
@@ -11,10 +14,12 @@ the list is replaced, which is what `NodePatch.taints` means). Every call goes t
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -22,6 +27,8 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
+from longshore.adapters.kube.decode import compact_node, compact_pod
+from longshore.adapters.kube.informer import ClusterCache, WatchedList
 from longshore.adapters.kube.retry import (
     RetryPolicy,
     call_with_retries,
@@ -35,6 +42,8 @@ from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch
 PAGE_SIZE: Final = 500
 REQUEST_TIMEOUT: Final = (5.0, 30.0)  # connect, read (seconds)
 _FINISHED_PHASES: Final = frozenset({"Succeeded", "Failed"})
+GZIP: Final = {"Accept-Encoding": "gzip"}
+"""Asked on list calls: list answers compress about tenfold, and the API server only compresses when asked."""
 
 
 def _rfc3339(epoch: float) -> str:
@@ -49,6 +58,33 @@ def _json(response: Any) -> Manifest:
     return parsed
 
 
+BULK_OBJECTS = 100_000
+"""A paused block that made more tracked objects than this moves the survivors out of the collector's reach
+(`gc.freeze`): a warm container holds millions of long-lived, acyclic objects (pods, compact manifests), and a
+full collection walking them cost more than the rest of a warm 50,000-pod pass (bench/scale.py)."""
+
+
+@contextmanager
+def gc_paused() -> Generator[None, None, None]:
+    """No cyclic garbage collection while a large list is decoded.
+
+    Decoding creates millions of small, acyclic, long-lived dicts and lists; each collection walks all of them,
+    which made a 20,000-pod list two to three times as expensive (bench/scale.py). Reference counting still
+    frees everything at once; the collector runs again afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+            if (
+                gc.get_count()[0] > BULK_OBJECTS
+            ):  # collect what is garbage now, then never walk the rest again
+                gc.collect()
+                gc.freeze()
+
+
 class KubeCluster:
     """The cluster through the Kubernetes API (see the module docstring)."""
 
@@ -61,7 +97,10 @@ class KubeCluster:
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], float] = time.time,
         event_namespace: str = "default",
+        cache: ClusterCache | None = None,
     ) -> None:
+        """`cache`: serve unfiltered `list_pods()` and `list_nodes()` from a list-then-watch cache kept
+        current from the last resourceVersion (`informer`); None lists every time."""
         self._core = k8s.CoreV1Api(api_client)
         self._apps = k8s.AppsV1Api(api_client)
         self._policy = k8s.PolicyV1Api(api_client)
@@ -70,6 +109,7 @@ class KubeCluster:
         self._sleep = sleep
         self._now = now
         self._event_namespace = event_namespace
+        self._cache = cache
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -77,18 +117,46 @@ class KubeCluster:
         kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
         return call_with_retries(lambda: fn(*args, **kwargs), self._retry, self._sleep, what)
 
-    def _list(self, what: str, fn: Callable[..., Any], **kwargs: Any) -> list[Manifest]:
+    def _list(
+        self,
+        what: str,
+        fn: Callable[..., Any],
+        compact: Callable[[Manifest], Manifest] | None = None,
+        **kwargs: Any,
+    ) -> list[Manifest]:
+        return self._list_versioned(what, fn, compact, **kwargs)[0]
+
+    def _list_versioned(
+        self,
+        what: str,
+        fn: Callable[..., Any],
+        compact: Callable[[Manifest], Manifest] | None = None,
+        **kwargs: Any,
+    ) -> tuple[list[Manifest], str]:
+        """Every page's items (compacted as each page is parsed) and the list's resourceVersion."""
+        with gc_paused():
+            return self._pages(what, fn, compact, **kwargs)
+
+    def _pages(
+        self, what: str, fn: Callable[..., Any], compact: Callable[[Manifest], Manifest] | None, **kwargs: Any
+    ) -> tuple[list[Manifest], str]:
         items: list[Manifest] = []
         token: str | None = None
         while True:
             page_args = {k: v for k, v in kwargs.items() if v is not None}
             if token:
                 page_args["_continue"] = token
-            body = _json(self._call(what, fn, limit=PAGE_SIZE, _preload_content=False, **page_args))
-            items.extend(body.get("items") or [])
-            token = (body.get("metadata") or {}).get("continue") or None
+            response = self._call(
+                what, fn, limit=PAGE_SIZE, _preload_content=False, _headers=GZIP, **page_args
+            )
+            body = _json(response)
+            page = body.get("items") or []
+            items.extend(page if compact is None else (compact(item) for item in page))
+            list_meta = body.get("metadata") or {}
+            token = list_meta.get("continue") or None
+            del body, page, response  # only the compact objects outlive the page
             if not token:
-                return items
+                return items, str(list_meta.get("resourceVersion") or "")
 
     def _absent_is_none(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
@@ -100,11 +168,30 @@ class KubeCluster:
 
     # -- reads --------------------------------------------------------------------------------------------
 
+    def _cached(self, kind: WatchedList, what: str, fn: Callable[..., Any]) -> list[Manifest]:
+        def lister() -> tuple[list[Manifest], str]:
+            return self._list_versioned(what, fn, kind.compact)
+
+        def watcher(version: str, quiet_s: float, max_s: float) -> Any:
+            return fn(  # not retried: a watch that cannot open ends in a relist, which is retried
+                watch=True,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=max(1, int(max_s)),
+                _preload_content=False,
+                _request_timeout=(REQUEST_TIMEOUT[0], quiet_s),
+            )
+
+        return kind.read(lister, watcher)
+
     def list_pods(self, *, node_name: str | None = None, label_selector: str | None = None) -> list[Manifest]:
+        if self._cache is not None and node_name is None and label_selector is None:
+            return self._cached(self._cache.pods, "list pods", self._core.list_pod_for_all_namespaces)
         selector = f"spec.nodeName={node_name}" if node_name else None
         pods = self._list(
             "list pods",
             self._core.list_pod_for_all_namespaces,
+            compact_pod,
             field_selector=selector,
             label_selector=label_selector,
         )
@@ -114,7 +201,10 @@ class KubeCluster:
 
     def list_pending_pods(self) -> list[Manifest]:
         pods = self._list(
-            "list pending pods", self._core.list_pod_for_all_namespaces, field_selector="spec.nodeName="
+            "list pending pods",
+            self._core.list_pod_for_all_namespaces,
+            compact_pod,
+            field_selector="spec.nodeName=",
         )
         return [
             p
@@ -124,7 +214,9 @@ class KubeCluster:
         ]
 
     def list_nodes(self, *, label_selector: str | None = None) -> list[Manifest]:
-        return self._list("list nodes", self._core.list_node, label_selector=label_selector)
+        if self._cache is not None and label_selector is None:
+            return self._cached(self._cache.nodes, "list nodes", self._core.list_node)
+        return self._list("list nodes", self._core.list_node, compact_node, label_selector=label_selector)
 
     def get_node(self, name: str) -> Manifest | None:
         response = self._absent_is_none(
@@ -268,3 +360,11 @@ class KubeCluster:
                     yield str(event["type"]), raw
         finally:
             watcher.stop()
+
+
+def new_cache(*, quiet_s: float = 0.15, max_s: float = 5.0) -> ClusterCache:
+    """An empty pod and node cache (see `informer`)."""
+    return ClusterCache(
+        pods=WatchedList(compact_pod, quiet_s=quiet_s, max_s=max_s),
+        nodes=WatchedList(compact_node, quiet_s=quiet_s, max_s=max_s),
+    )

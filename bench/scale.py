@@ -1,0 +1,154 @@
+"""`make bench-scale`: what reading the cluster costs the provisioner and the planner at 20k, 50k and 150k pods.
+
+A separate process serves realistic pods (about 10 KB of JSON each, as EKS returns them) and nodes (about
+15 KB) from the API emulator, 30 pods a node (`bench.scale_server`). Each function is a fresh process
+(`bench.scale_client`), so its CPU time and peak RSS are its own:
+
+- provisioner: a first pass (cold container), then 100 new unschedulable pods arrive and a second pass of
+  the same invocation reads them (the steady state: what a new batch costs);
+- planner: a first pass, then 300 pods change (a label) and 100 arrive, and a second pass.
+
+`today` reads as main did before (whole objects, no gzip, no cache; the planner parses every pod every
+pass); `compact` reads through the shipped adapter (compact pages, gzip, list-then-watch cache, parsed pods
+memoised per warm container). `today` runs only at the sizes in `--today` (it needs about 50 KiB a pod).
+
+Figures are the read of the cluster and the snapshot built from it (what each pass does before it decides);
+the solve and the CreateFleet call are not included. Targets are the 150,000-pod figures of the scale issue.
+
+Usage: `python -m bench.scale [--quick] [--sizes 20000,50000,150000] [--today 20000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import subprocess
+import sys
+from typing import Any
+
+TARGETS = {
+    "provisioner warm pass CPU s": 2.0,
+    "planner warm pass CPU s": 10.0,
+    "provisioner peak RSS MiB": 1536.0,
+    "planner peak RSS MiB": 1536.0,
+    "new batch read wall s": 2.0,
+}
+
+
+class _Proc:
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def ask(self, line: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def first_line(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def close(self) -> None:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.ask("quit")
+        self.proc.wait(timeout=60)
+
+
+def _function(server: _Proc, url: str, mode: str, which: str) -> dict[str, Any]:
+    client = _Proc("bench.scale_client", url, mode)
+    client.first_line()
+    try:
+        before = int(server.ask("bytes"))
+        cold = json.loads(client.ask(which))
+        middle = int(server.ask("bytes"))
+        if which == "planner":
+            server.ask("touch 300")
+        server.ask("add 100")
+        warm = json.loads(client.ask(which))
+        after = int(server.ask("bytes"))
+    finally:
+        client.close()
+    cold["bytes"], warm["bytes"] = middle - before, after - middle
+    return {"cold": cold, "warm": warm}
+
+
+def measure(pods: int, today: bool) -> dict[str, Any]:
+    server = _Proc("bench.scale_server", str(pods))
+    url = server.first_line()
+    try:
+        found: dict[str, Any] = {}
+        for mode in ("today", "compact") if today else ("compact",):
+            found[mode] = {w: _function(server, url, mode, w) for w in ("provisioner", "planner")}
+    finally:
+        server.close()
+    return found
+
+
+def _rows(pods: int, found: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    def pick(mode: str, which: str, phase: str, key: str) -> Any:
+        return found.get(mode, {}).get(which, {}).get(phase, {}).get(key)
+
+    rows: list[tuple[str, Any, Any]] = []
+    for which in ("provisioner", "planner"):
+        for phase in ("cold", "warm"):
+            rows.append(
+                (
+                    f"{which} {phase} pass CPU s",
+                    pick("today", which, phase, "cpu_s"),
+                    pick("compact", which, phase, "cpu_s"),
+                )
+            )
+            rows.append(
+                (
+                    f"{which} {phase} pass MB read",
+                    _mb(pick("today", which, phase, "bytes")),
+                    _mb(pick("compact", which, phase, "bytes")),
+                )
+            )
+        peak = max(pick("compact", which, p, "rss_mib") or 0 for p in ("cold", "warm"))
+        base = max((pick("today", which, p, "rss_mib") or 0 for p in ("cold", "warm")), default=0) or None
+        rows.append((f"{which} peak RSS MiB", base, peak))
+    rows.append(
+        (
+            "new batch read wall s",
+            pick("today", "provisioner", "warm", "wall_s"),
+            pick("compact", "provisioner", "warm", "wall_s"),
+        )
+    )
+    return rows
+
+
+def _mb(value: Any) -> Any:
+    return None if value is None else round(value / 1e6, 3)
+
+
+def print_table(pods: int, found: dict[str, Any]) -> None:
+    print(f"\n{pods:,} pods, {-(-pods // 30):,} nodes")
+    print(f"{'figure':34} {'today':>10} {'compact':>10} {'ratio':>7} {'target@150k':>12}")
+    for name, today, compact in _rows(pods, found):
+        ratio = f"{today / compact:.1f}x" if today and compact else ""
+        target = TARGETS.get(name)
+        shown = [("" if v is None else str(v)) for v in (today, compact)]
+        print(f"{name:34} {shown[0]:>10} {shown[1]:>10} {ratio:>7} {'' if target is None else target:>12}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="only 20,000 pods")
+    parser.add_argument("--sizes", default="20000,50000,150000")
+    parser.add_argument("--today", default="20000", help="sizes that also measure today's reading")
+    args = parser.parse_args()
+    sizes = [20000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    today = {int(s) for s in args.today.split(",") if s}
+    for pods in sizes:
+        found = measure(pods, pods in today)
+        print_table(pods, found)
+        print(json.dumps({"pods": pods, **found}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

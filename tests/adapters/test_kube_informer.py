@@ -1,0 +1,129 @@
+"""The list-then-watch cache behind `KubeCluster(cache=...)` (`adapters.kube.informer`), on the API emulator.
+
+Matrix: the first read lists, later reads apply only what changed (added, modified, deleted pods and nodes)
+in the API server's order and read far fewer bytes than a list; a version older than the server keeps gets
+410 Gone and a relist; a version from another server (too large) relists; reads by node or selector never
+come from the cache; the container-wide cache is one per endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from bench.scale_objects import node, pod
+
+from longshore.adapters.kube.cluster import KubeCluster, new_cache
+from longshore.adapters.kube.informer import ClusterCache, shared_cache
+from longshore_sim.kubeapi import KubeApiEmulator
+
+
+@pytest.fixture
+def emulator() -> Iterator[KubeApiEmulator]:
+    with KubeApiEmulator(history=20) as running:
+        yield running
+
+
+@pytest.fixture
+def cache() -> ClusterCache:
+    return new_cache(quiet_s=0.1)
+
+
+@pytest.fixture
+def kube(emulator: KubeApiEmulator, cache: ClusterCache) -> Iterator[KubeCluster]:
+    api_client = emulator.api_client()
+    yield KubeCluster(api_client, cache=cache)
+    api_client.close()
+
+
+def _seed(emulator: KubeApiEmulator, first: int, count: int, node_name: str | None = None) -> None:
+    for i in range(first, first + count):
+        emulator.store.create("pods", pod(i, None), "default", keep_status=True)
+        if node_name:
+            emulator.store.bind("default", pod(i, None)["metadata"]["name"], node_name)
+
+
+def _names(objects: list[dict[str, Any]]) -> list[str]:
+    return [o["metadata"]["name"] for o in objects]
+
+
+def _server_names(emulator: KubeApiEmulator, plural: str) -> list[str]:
+    return _names(emulator.store.list(plural))
+
+
+def test_later_reads_apply_only_what_changed(
+    emulator: KubeApiEmulator, kube: KubeCluster, cache: ClusterCache
+) -> None:
+    emulator.store.create("nodes", node(0), None, keep_status=True)
+    _seed(emulator, 0, 40, node(0)["metadata"]["name"])
+    assert _names(kube.list_pods()) == _server_names(emulator, "pods")
+    assert len(kube.list_nodes()) == 1
+
+    _seed(emulator, 40, 2)
+    gone = pod(3, None)["metadata"]["name"]
+    emulator.store.delete("pods", gone, "default", grace_period_seconds=0)
+    emulator.store.create("nodes", node(1), None, keep_status=True)
+    emulator.store.patch("nodes", node(0)["metadata"]["name"], {"metadata": {"labels": {"team": "a"}}})
+    before = emulator.bytes_sent
+
+    pods = kube.list_pods()
+    nodes = kube.list_nodes()
+    assert _names(pods) == _server_names(emulator, "pods") and gone not in _names(pods)
+    assert _names(nodes) == _server_names(emulator, "nodes")
+    assert (
+        next(n for n in nodes if n["metadata"]["name"] == node(0)["metadata"]["name"])["metadata"]["labels"][
+            "team"
+        ]
+        == "a"
+    )
+    assert all("managedFields" not in p["metadata"] for p in pods)  # watched objects are compact too
+    assert (cache.pods.relists, cache.nodes.relists) == (1, 1)
+    whole = sum(len(json.dumps(o)) for plural in ("pods", "nodes") for o in emulator.store.list(plural))
+    assert 0 < emulator.bytes_sent - before < whole / 4  # the watch's events, not a list
+
+
+def test_a_version_the_server_no_longer_keeps_relists(
+    emulator: KubeApiEmulator, kube: KubeCluster, cache: ClusterCache
+) -> None:
+    _seed(emulator, 0, 3)
+    kube.list_pods()
+    _seed(emulator, 3, 30)  # more changes than the emulator's history of 20
+    assert _names(kube.list_pods()) == _server_names(emulator, "pods")
+    assert cache.pods.relists == 2
+
+
+def test_a_version_from_another_server_relists(
+    emulator: KubeApiEmulator, kube: KubeCluster, cache: ClusterCache
+) -> None:
+    _seed(emulator, 0, 3)
+    kube.list_pods()
+    cache.pods.version = str(
+        emulator.store.resource_version + 1000
+    )  # as after the endpoint's store was replaced
+    _seed(emulator, 3, 1)
+    assert _names(kube.list_pods()) == _server_names(emulator, "pods")
+    assert cache.pods.relists == 2
+
+
+def test_reads_by_node_or_selector_go_to_the_server(
+    emulator: KubeApiEmulator, kube: KubeCluster, cache: ClusterCache
+) -> None:
+    emulator.store.create("nodes", node(0), None, keep_status=True)
+    name = node(0)["metadata"]["name"]
+    _seed(emulator, 0, 4, name)
+    kube.list_pods()
+    kube.list_nodes()
+    cache.pods.items.clear()  # a cache that went wrong must not reach what a drain acts on
+    cache.nodes.items.clear()
+    assert len(kube.list_pods(node_name=name)) == 4
+    assert len(kube.list_pods(label_selector="tier=backend")) == 4
+    assert len(kube.list_nodes(label_selector="karpenter.sh/nodepool")) == 1
+    assert kube.get_node(name) is not None
+
+
+def test_one_shared_cache_per_endpoint() -> None:
+    first = shared_cache("https://a.example", new_cache)
+    assert shared_cache("https://a.example", new_cache) is first
+    assert shared_cache("https://b.example", new_cache) is not first

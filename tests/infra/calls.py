@@ -1,7 +1,7 @@
 """The AWS API calls each Lambda function's code can make, read from the code (no AWS, no synth).
 
 Theory of operation: a function's reachable code is its handler module plus the `longshore.*` modules it
-imports (at module level or inside functions), transitively, with one exception: `handlers.runtime.Runtime`
+imports (at module level or inside functions), transitively, with one exception: `wiring.runtime.Runtime`
 builds every adapter lazily, so importing it says nothing. For the runtime, only the members the handler
 actually uses (`wiring.<member>`) count, plus the members those use (`self.<member>`), plus the modules
 those members import. In that reachable code:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,11 @@ def test_human_output_names_kind_instances_action_and_deadline() -> None:
 @pytest.fixture
 def cluster_config(tmp_path: Path) -> Path:
     config = tmp_path / "cluster.yaml"
+    shutil.copytree(VALID_V1_MANIFESTS, tmp_path / "manifests")  # an include reads only under its directory
     config.write_text(
         "apiVersion: longshore.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: demo-cluster\n"
         "spec:\n  interruption:\n    rebalance: notify\n    rebalanceByPool:\n      general: replace\n"
-        f"  include:\n    - {VALID_V1_MANIFESTS}/*.yaml\n"
+        "  include:\n    - manifests/*.yaml\n"
     )
     return config
 

@@ -121,10 +121,23 @@ def test_an_invalid_instance_id_is_malformed_and_quoted() -> None:
         parse_event(json.dumps(document))
 
 
-def test_an_envelope_without_account_is_malformed_because_aws_always_sends_it() -> None:
+@pytest.mark.parametrize("field", ["version", "account", "region", "resources"])
+def test_an_envelope_without_a_field_longshore_does_not_read_is_still_its_event(field: str) -> None:
     document = load_event("state-change-terminated.json")
-    del document["account"]
-    with pytest.raises(MalformedEventError, match="account: Field required"):
+    del document[field]
+    event = parse_event(json.dumps(document))
+    assert (event.kind, event.state, event.instance_ids) == (
+        "state-change",
+        "terminated",
+        ("i-0b662ef9931388ba0",),
+    )
+
+
+@pytest.mark.parametrize("field", ["id", "time", "detail-type", "source"])
+def test_an_envelope_without_a_field_longshore_reads_is_malformed(field: str) -> None:
+    document = load_event("state-change-terminated.json")
+    del document[field]
+    with pytest.raises(MalformedEventError, match=f"{field}: Field required"):
         parse_event(json.dumps(document))
 
 

@@ -64,12 +64,19 @@ class ConfigErrors(Exception):
 
 @dataclass(slots=True)
 class ErrorSink:
-    """Collects errors across files and stages; `raise_if_any` ends a stage that found mistakes."""
+    """Collects errors across files and stages; `raise_if_any` ends a stage that found mistakes.
+
+    A repeated error is kept once. Each error is looked up by a hashable key (its value by `repr` when the
+    value is a list or mapping), so collecting n errors costs O(n), never O(n**2).
+    """
 
     errors: list[ConfigError] = field(default_factory=list)
+    _seen: set[tuple[object, ...]] = field(default_factory=set, repr=False)
 
     def add(self, error: ConfigError) -> None:
-        if error not in self.errors:
+        key = _key(error)
+        if key not in self._seen:
+            self._seen.add(key)
             self.errors.append(error)
 
     def extend(self, errors: Iterable[ConfigError]) -> None:
@@ -85,6 +92,15 @@ class ErrorSink:
         rank = {name: index for index, name in enumerate(file_order)}
         ordered = sorted(self.errors, key=lambda e: (rank.get(e.file, len(rank)), *e.sort_key()))
         raise ConfigErrors(ordered)
+
+
+def _key(error: ConfigError) -> tuple[object, ...]:
+    value = error.value
+    try:
+        hash(value)
+    except TypeError:
+        value = (type(value).__name__, repr(value))
+    return (error.file, error.message, error.document, error.path, error.line, value)
 
 
 def suggestion(word: str, choices: Iterable[str]) -> str:

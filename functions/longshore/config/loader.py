@@ -6,7 +6,7 @@ Theory of operation: loading runs in stages, and each stage reports every proble
 1. *Collect*: read each path (a directory means its `*.yaml`/`*.yml` files), parse the YAML into documents
    with line maps, find the optional `longshore.io/v1alpha1 Cluster` document (at most one) and gather the
    pool documents it carries inline (`spec.manifests`) or names (`spec.include`, paths or globs relative to
-   the cluster file), next to those given directly.
+   the cluster file and confined to its directory, see `config.includes`), next to those given directly.
 2. *Validate*: look each document's `(apiVersion, kind)` up in `schema.KINDS` and validate it with its
    pydantic schema (strict, with Karpenter's rules); pydantic's errors become located `ConfigError`s.
 3. *Relate*: across all documents, pool names and class names must be unique, every `providerRef` /
@@ -23,7 +23,6 @@ form kept in the SSM parameter the Lambda functions read with `load_cluster_text
 from __future__ import annotations
 
 import dataclasses
-import glob
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from longshore.config import normalise
 from longshore.config.errors import ConfigError, ErrorSink, suggestion
+from longshore.config.includes import resolve_includes
 from longshore.config.schema import KINDS, KNOWN_KINDS, KindSchema, api_versions_of
 from longshore.config.schema.cluster import CLUSTER_API_VERSION, Cluster
 from longshore.config.schema.nodeclass import EC2NodeClassV1, EC2NodeClassV1beta1
@@ -242,22 +242,10 @@ def _add_cluster_contents(
             )
         )
         return
-    base = Path(cluster.source).parent
-    for index, pattern in enumerate(includes):
-        if not isinstance(pattern, str):
-            continue  # reported by the schema
-        matches = sorted(glob.glob(str(base / pattern), recursive=True))
-        files = [Path(m) for m in matches if Path(m).is_file()]
-        if not files:
-            sink.add(
-                cluster.error(
-                    ("spec", "include", index),
-                    f"include {pattern!r} matches no file (paths are relative to {base or '.'})",
-                    pattern,
-                )
-            )
-        for file in files:
-            _add_file(file, collected, sink, allow_include=False, included=True)
+    files, errors = resolve_includes(cluster, includes)
+    sink.extend(errors)
+    for file in files:
+        _add_file(file, collected, sink, allow_include=False, included=True)
 
 
 def _sub_document(parent: Document, prefix: PathKey, data: dict[str, Any]) -> Document:

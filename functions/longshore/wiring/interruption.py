@@ -6,7 +6,8 @@ Theory of operation: the function is triggered by the interruption queue's event
 in exactly one of three ways:
 
 - *acted on*: the service carried out at least one action (logged at INFO, `InterruptionActions` counted);
-- *acknowledged as a no-op*: malformed (logged at WARNING, `InterruptionMessagesMalformed`), unknown kind,
+- *acknowledged as a no-op*: malformed (logged at WARNING, `InterruptionMessagesMalformed`: whatever the
+  parser raises, and a record without a text body), unknown kind,
   state without action, ignored rebalance, duplicate, or only foreign instances (logged at DEBUG, as the
   issue asks for foreign instances, otherwise INFO; `InterruptionMessagesIgnored` by reason). The message is
   deleted: it would never succeed, so retrying it would only hide it until it reached the DLQ;
@@ -62,11 +63,12 @@ def process_batch(
 
 def handle_record(record: SQSRecord, service: InterruptionService, clock: Clock, sink: MetricsSink) -> str:
     """Handle one message; returns how it ended ("acted" or "ignored"), raises to have it retried."""
-    where = {"message_id": record.message_id, "receive_count": record.attributes.approximate_receive_count}
+    where = _where(record)
     try:
-        parsed = parse_event(record.body)
-    except MalformedEventError as error:
-        logger.warning("malformed interruption message acknowledged", extra={**where, "error": str(error)})
+        parsed = parse_event(_body(record))
+    except Exception as error:  # parsing is pure: whatever it raises, the body is at fault
+        text = str(error) if isinstance(error, MalformedEventError) else f"{type(error).__name__}: {error}"
+        logger.warning("malformed interruption message acknowledged", extra={**where, "error": text[:500]})
         sink.emit(telemetry.MESSAGES_RECEIVED, 1, "Count", {telemetry.DIM_KIND: "malformed"})
         sink.emit(telemetry.MESSAGES_MALFORMED, 1, "Count")
         return "ignored"
@@ -87,6 +89,19 @@ def handle_record(record: SQSRecord, service: InterruptionService, clock: Clock,
         raise
     _report(outcome, where, sink)
     return "acted" if outcome.acted else "ignored"
+
+
+def _where(record: SQSRecord) -> dict[str, str]:
+    attributes = record.get("attributes")
+    count = attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
+    return {"message_id": str(record.get("messageId")), "receive_count": str(count)}
+
+
+def _body(record: SQSRecord) -> str:
+    body = record.get("body")
+    if not isinstance(body, str):
+        raise MalformedEventError(f"the SQS record has no text body (body is {type(body).__name__})")
+    return body
 
 
 def _report(outcome: MessageOutcome, where: dict[str, str], sink: MetricsSink) -> None:
@@ -116,7 +131,7 @@ def _report(outcome: MessageOutcome, where: dict[str, str], sink: MetricsSink) -
     }
     if outcome.acted:
         logger.info("interruption message acted on", extra=fields)
-    elif all(i.ignore_reason == "foreign" for i in outcome.instances):
+    elif outcome.instances and all(i.ignore_reason == "foreign" for i in outcome.instances):
         logger.debug(
             "interruption message names only instances of other clusters; acknowledged", extra=fields
         )

@@ -1,8 +1,10 @@
 """Pydantic models of the five EventBridge events Longshore acts on, shaped exactly as AWS publishes them.
 
-Theory of operation: every model subclasses Powertools' `EventBridgeModel` (the envelope: version, id,
-detail-type, source, account, time, region, resources, detail) and narrows `source`, `detail-type` and
-`detail`. `MODELS` maps (source, detail-type) to the model, which is how `parse.py` picks one. Field
+Theory of operation: every model subclasses `Envelope`, which requires only the envelope fields Longshore
+reads (id, detail-type, source, time; `detail` for the known events) and keeps `version`, `account`,
+`region` and `resources` optional: an event AWS or a replay tool sends without one of them is still the
+event it says it is (an EC2 state change without `version` is a state change). Each model narrows
+`source`, `detail-type` and `detail`. `MODELS` maps (source, detail-type) to the model, which is how `parse.py` picks one. Field
 formats follow the source: EC2 events carry RFC 3339 times in the envelope only; AWS Health carries RFC 1123
 strings ("Wed, 20 Mar 2024 06:00:00 GMT") in `detail`, parsed here into aware datetimes. Unknown fields
 are ignored so that AWS adding one does not turn every message into a malformed one; the fields the
@@ -15,7 +17,6 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Annotated, Any, Final, Literal
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 INSTANCE_ID_PATTERN: Final = r"^i-([0-9a-f]{8}|[0-9a-f]{17})$"
@@ -42,6 +43,22 @@ def _rfc1123(value: Any) -> Any:
 
 
 Rfc1123Time = Annotated[datetime, BeforeValidator(_rfc1123)]
+
+
+class Envelope(BaseModel):
+    """The EventBridge envelope, as far as Longshore reads it (AWS's full list is in the EventBridge docs)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    id: str
+    source: str
+    detail_type: str = Field(alias="detail-type")
+    time: datetime
+    version: str | None = None
+    account: str | None = None
+    region: str | None = None
+    resources: list[str] = Field(default_factory=list)
+    detail: Any = None
 
 
 class _Detail(BaseModel):
@@ -81,31 +98,31 @@ class HealthDetail(_Detail):
     affected_entities: list[AffectedEntity] = Field(default_factory=list, alias="affectedEntities")
 
 
-class SpotInterruptionWarning(EventBridgeModel):
+class SpotInterruptionWarning(Envelope):
     source: Literal["aws.ec2"]
     detail_type: Literal["EC2 Spot Instance Interruption Warning"] = Field(alias="detail-type")
     detail: InstanceActionDetail  # type: ignore[assignment]
 
 
-class RebalanceRecommendation(EventBridgeModel):
+class RebalanceRecommendation(Envelope):
     source: Literal["aws.ec2"]
     detail_type: Literal["EC2 Instance Rebalance Recommendation"] = Field(alias="detail-type")
     detail: InstanceDetail  # type: ignore[assignment]
 
 
-class InstanceStateChange(EventBridgeModel):
+class InstanceStateChange(Envelope):
     source: Literal["aws.ec2"]
     detail_type: Literal["EC2 Instance State-change Notification"] = Field(alias="detail-type")
     detail: StateChangeDetail  # type: ignore[assignment]
 
 
-class HealthEvent(EventBridgeModel):
+class HealthEvent(Envelope):
     source: Literal["aws.health"]
     detail_type: Literal["AWS Health Event"] = Field(alias="detail-type")
     detail: HealthDetail  # type: ignore[assignment]
 
 
-class CapacityReservationInterruptionWarning(EventBridgeModel):
+class CapacityReservationInterruptionWarning(Envelope):
     source: Literal["aws.ec2"]
     detail_type: Literal["EC2 Capacity Reservation Instance Interruption Warning"] = Field(
         alias="detail-type"

@@ -76,14 +76,28 @@ def dialect_of(info: ValidationInfo) -> Dialect:
 # --- quantities ---------------------------------------------------------------------------------------------
 
 
+#: Kubernetes refuses a quantity past 2**63 - 1 (k8s.io/apimachinery pkg/api/resource/quantity.go); a text
+#: longer than any such quantity is refused before it is parsed.
+MAX_QUANTITY = 2**63 - 1
+_MAX_QUANTITY_CHARS = 64
+
+
 def _quantity_text(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ValueError(f"expected a quantity such as 500m, 2 or 1.5Gi, got {value!r}")
+    text = str(value)
+    if len(text) > _MAX_QUANTITY_CHARS:
+        raise ValueError(f"{text[:20]!r}... ({len(text)} characters) is not a quantity: too long")
     try:
-        quantity.parse_decimal(value)
-    except quantity.QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    return str(value)
+        amount = quantity.parse_decimal(value)
+        in_range = amount.is_finite() and abs(amount) <= MAX_QUANTITY
+    except (quantity.QuantityError, ArithmeticError) as exc:
+        raise ValueError(
+            str(exc) if isinstance(exc, quantity.QuantityError) else f"{text!r} is out of range"
+        ) from None
+    if not in_range:
+        raise ValueError(f"{text!r} is out of range: a quantity is at most {MAX_QUANTITY} (2**63 - 1)")
+    return text
 
 
 Quantity = Annotated[str, BeforeValidator(_quantity_text)]

@@ -221,7 +221,7 @@ class SimulatedWorld:
         from longshore.services.disruption import DisruptionService, PlannerPorts
         from longshore.services.interruption import InterruptionService, rebalance_policies
         from longshore.services.replacement import ClusterReplacementLauncher
-        from longshore.workflow.steps import StepPorts
+        from longshore.workflow.context import StepPorts
         from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator
 
         config = self.config

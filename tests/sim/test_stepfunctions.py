@@ -12,7 +12,7 @@ import pytest
 from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.core import telemetry
 from longshore.core.commands import DisruptionCommand, RotationRequest
-from longshore.workflow.steps import WorkflowLimits
+from longshore.workflow.context import WorkflowLimits
 from longshore_sim.clock import VirtualClock
 from longshore_sim.stepfunctions import (
     SimulatedWorkflows,

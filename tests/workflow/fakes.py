@@ -22,7 +22,7 @@ from longshore.adapters.memory import MemoryClaimStore
 from longshore.core.claims import CloudInstance, NodeClaim, provider_id
 from longshore.core.drain import parse_timestamp
 from longshore.ports.kube import ClusterUnavailableError, EvictionResult, KubeEvent, Manifest, NodePatch
-from longshore.workflow.steps import StepPorts, WorkflowLimits
+from longshore.workflow.context import StepPorts, WorkflowLimits
 from longshore_sim.clock import VirtualClock
 from longshore_sim.stepfunctions import StepFunctionsSimulator
 

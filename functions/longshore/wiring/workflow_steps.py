@@ -23,8 +23,9 @@ from longshore.ports.metrics import MetricsSink, PutSink, emitting
 from longshore.wiring.container import Container
 from longshore.wiring.observability import logger, metrics
 from longshore.wiring.runtime import Runtime
+from longshore.workflow.context import StepPorts
 from longshore.workflow.errors import StepInputError
-from longshore.workflow.steps import StepPorts, run_step
+from longshore.workflow.steps import run_step
 
 # Most steps emit no metric; Powertools would warn on every such invocation.
 warnings.filterwarnings("ignore", message="No application metrics to publish")

@@ -23,24 +23,29 @@ execution per node (a canary first).
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from dataclasses import replace
+from typing import Final
 
-from longshore.core.claims import NodeClaim
-from longshore.core.commands import CommandError, DisruptionCommand, RotationRequest, execution_name_of
+from longshore.core.commands import execution_name_of
 from longshore.core.drain import DrainPlan, drain_pod_from_manifest, effective_deadline, plan_drain, summarize
 from longshore.core.interruption import INTERRUPTION_REASON
-from longshore.ports.clock import Clock
-from longshore.ports.cloud import Instances
-from longshore.ports.kube import Cluster, ClusterUnavailableError, KubeEvent, Manifest, NodePatch, ObjectRef
-from longshore.ports.store import ClaimStore
-from longshore.ports.workflow import ReplacementLauncher
+from longshore.ports.kube import Manifest, NodePatch, ObjectRef
 from longshore.workflow import nodes
+from longshore.workflow.context import (
+    CLUSTER_TAG,
+    State,
+    StepPorts,
+    WorkflowLimits,
+    event,
+    find_claim,
+    find_node,
+    held_by_other_execution,
+    owned_by_tag,
+    reclaims,
+)
 from longshore.workflow.errors import (
     AlreadyDisruptingError,
     DrainTimedOutError,
@@ -51,85 +56,9 @@ from longshore.workflow.errors import (
     StepInputError,
     TerminationTimedOutError,
 )
+from longshore.workflow.recovery import abort_termination, rollback
+from longshore.workflow.rotation_plan import plan_rotation
 from longshore.workflow.state import DisruptionState, DrainProgress, ReplacementProgress, TerminationProgress
-
-CLUSTER_TAG: Final = "longshore.io/cluster"
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowLimits:
-    """Bounds on every loop of the disruption workflow (all in seconds unless named otherwise).
-
-    Step Functions standard executions stop at 25,000 history events; a drain pass costs about 8 events,
-    so `max_drain_passes` keeps one execution well under the limit. A deadline is never clamped: a drain
-    that must go on longer than `max_execution_drain_s` (a scheduled change two weeks away, with a pod a
-    PodDisruptionBudget protects) continues in a new execution (drain status `continued`), which takes the
-    node over and goes on draining, PDB-safe, until the real deadline.
-    """
-
-    replacement_timeout_s: float = 20 * 60.0  # Karpenter: 5 min launch + 15 min registration
-    drain_poll_fast_s: int = 10
-    drain_poll_slow_s: int = 60
-    drain_fast_phase_s: float = 5 * 60.0
-    max_drain_passes: int = 1500
-    max_drain_without_deadline_s: float = 3600.0
-    max_execution_drain_s: float = 20 * 3600.0
-    max_termination_polls: int = 60
-    reclaim_retry_s: float = (
-        15.0  # a failed reclaim drain waits this long (at most) before it goes round again
-    )
-
-
-@dataclass(frozen=True)
-class StepPorts:
-    """Everything the steps touch; the handler builds it from the environment, tests from fakes."""
-
-    cluster_name: str
-    cluster: Cluster
-    claims: ClaimStore
-    instances: Instances
-    replacements: ReplacementLauncher
-    clock: Clock
-    termination_grace_periods: Mapping[str, int | None] = field(default_factory=dict)
-    limits: WorkflowLimits = field(default_factory=WorkflowLimits)
-
-
-State = dict[str, Any]
-
-
-def _event(ports: StepPorts, involved: ObjectRef, reason: str, message: str, warning: bool = False) -> None:
-    ports.cluster.post_event(KubeEvent(involved, reason, message, "Warning" if warning else "Normal"))
-
-
-def _find_claim(ports: StepPorts, command: DisruptionCommand) -> NodeClaim | None:
-    claim = ports.claims.get(command.claim_id) if command.claim_id else None
-    return claim or ports.claims.by_instance(command.instance_id)
-
-
-def _find_node(ports: StepPorts, command: DisruptionCommand, claim: NodeClaim | None) -> Manifest | None:
-    name = command.node_name or (claim.node_name if claim else None)
-    if name:
-        return ports.cluster.get_node(name)
-    found = nodes.find_node_for_instance(ports.cluster.list_nodes(), command.instance_id)
-    return dict(found) if found is not None else None
-
-
-def _owned_by_tag(ports: StepPorts, instance_id: str) -> bool:
-    return any(i.instance_id == instance_id for i in ports.instances.list_owned())
-
-
-def _reclaims(command: DisruptionCommand) -> bool:
-    """AWS takes this instance away at the deadline whatever we do (spot warning, scheduled change...)."""
-    return command.reason == INTERRUPTION_REASON
-
-
-def _held_by_other_execution(node: Manifest, execution_name: str) -> str | None:
-    """The other Longshore execution that holds the node's disruption taint, if any (a reclaim took over)."""
-    holder = nodes.disrupted_by(node)
-    if nodes.has_disrupted_taint(node) and holder and holder != execution_name:
-        return holder
-    return None
-
 
 # ----------------------------------------------------------------------------------------------------------
 # 1. Validate
@@ -139,14 +68,14 @@ def validate(state: State, ports: StepPorts) -> State:
     """Refuse instances this cluster does not own, and nodes already being disrupted; find the node and pool."""
     current = DisruptionState.from_json(state)
     command = current.command
-    claim = _find_claim(ports, command)
-    node = _find_node(ports, command, claim)
+    claim = find_claim(ports, command)
+    node = find_node(ports, command, claim)
     if node is not None and nodes.instance_id_of_node(node) not in (None, command.instance_id):
         raise NodeMismatchError(
             f"node {nodes.name_of(node)} runs instance {nodes.instance_id_of_node(node)}, "
             f"not {command.instance_id}; refusing to disrupt"
         )
-    if claim is None and not _owned_by_tag(ports, command.instance_id):
+    if claim is None and not owned_by_tag(ports, command.instance_id):
         where = (
             f"node {nodes.name_of(node)} (instance {command.instance_id})"
             if node
@@ -156,7 +85,7 @@ def validate(state: State, ports: StepPorts) -> State:
             f"{where} is not owned by cluster {ports.cluster_name}: no NodeClaim in the store and no "
             f"{CLUSTER_TAG}={ports.cluster_name} tag; refusing to disrupt it"
         )
-    if node is not None and nodes.has_disrupted_taint(node) and not _reclaims(command):
+    if node is not None and nodes.has_disrupted_taint(node) and not reclaims(command):
         # A reclaim is not refused: the instance dies at its deadline anyway, so it takes the node over from
         # a voluntary disruption (which yields at its next step) and drains it by the reclaim deadline.
         holder = nodes.disrupted_by(node)
@@ -184,12 +113,12 @@ def launch_replacement(state: State, ports: StepPorts) -> State:
     now = ports.clock.now()
     if current.replacement.claim_id:
         return current.to_json()
-    claim = _find_claim(ports, current.command)
+    claim = find_claim(ports, current.command)
     node = ports.cluster.get_node(current.node_name) if current.node_name else None
     claim_id = ports.replacements.launch_replacement(claim, node, current.command.reason, now)
     progress = ReplacementProgress(claim_id, "launching", 0, now + ports.limits.replacement_timeout_s)
     if node is not None:
-        _event(
+        event(
             ports, nodes.ref_of(node), "DisruptionLaunching", f"Launching replacement node claim {claim_id}"
         )
     return current.evolve(replacement=progress).to_json()
@@ -245,8 +174,8 @@ def taint(state: State, ports: StepPorts) -> State:
         return progressed.evolve(tainted=False).to_json()
     holder = nodes.disrupted_by(node)
     if nodes.has_disrupted_taint(node) and holder != current.execution_name:
-        if _reclaims(current.command):
-            _event(
+        if reclaims(current.command):
+            event(
                 ports,
                 nodes.ref_of(node),
                 "DisruptionTakenOver",
@@ -270,7 +199,7 @@ def taint(state: State, ports: StepPorts) -> State:
     )
     if ports.cluster.patch_node(nodes.name_of(node), patch) is None:
         return progressed.evolve(tainted=False).to_json()
-    _event(ports, nodes.ref_of(node), "DisruptionTerminating", f"Disrupting node: {current.command.reason}")
+    event(ports, nodes.ref_of(node), "DisruptionTerminating", f"Disrupting node: {current.command.reason}")
     return progressed.evolve(tainted=True).to_json()
 
 
@@ -316,11 +245,11 @@ def drain(state: State, ports: StepPorts) -> State:
     if progress.status == "continued":
         node, progress = _resume(current, progress, node, ports, now)
         current = current.evolve(drain=progress)
-    holder = _held_by_other_execution(node, current.execution_name) if node is not None else None
+    holder = held_by_other_execution(node, current.execution_name) if node is not None else None
     if holder is not None:
         # Another execution (a reclaim: only a reclaim takes a held node over) now holds the node and drains
         # it by its own deadline. Yield: no eviction from here, no termination, no rollback of its taint.
-        _event(
+        event(
             ports,
             nodes.ref_of(node) if node is not None else ObjectRef(kind="Node", name=node_name),
             "DisruptionSuperseded",
@@ -371,7 +300,7 @@ def drain(state: State, ports: StepPorts) -> State:
     for deletion in plan.delete:
         pod = deletion.pod
         if ports.cluster.delete_pod(pod.namespace, pod.name, grace_period_seconds=deletion.grace_seconds):
-            _event(
+            event(
                 ports,
                 ObjectRef(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid),
                 "Disrupted",
@@ -388,7 +317,7 @@ def drain(state: State, ports: StepPorts) -> State:
     summary = summarize(plan, blocked)
     # Like Karpenter's event recorder, do not repeat an unchanged complaint on every pass.
     if (blocked or plan.waiting_for("do-not-disrupt")) and (summary != progress.summary or passes % 10 == 1):
-        _event(
+        event(
             ports,
             node_ref,
             "FailedDraining",
@@ -481,229 +410,6 @@ def finalize(state: State, ports: StepPorts) -> State:
     if current.claim_id:
         ports.claims.delete(current.claim_id)
     return current.evolve(outcome="disrupted").to_json()
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Rollback (any failure before terminate)
-
-
-def _error_text(error: Mapping[str, Any]) -> tuple[str, str]:
-    name = str(error.get("Error") or "Unknown")
-    cause = str(error.get("Cause") or "")
-    try:
-        parsed = json.loads(cause)
-    except ValueError:
-        return name, cause
-    if isinstance(parsed, dict) and "errorMessage" in parsed:
-        return name, str(parsed["errorMessage"])
-    return name, cause
-
-
-def _reclaim_retry(current: DisruptionState, name: str, message: str, ports: StepPorts) -> State:
-    """A reclaim never rolls back: the instance goes at its deadline whatever we do, and an untainted node
-    would take new pods onto it. Keep the taint; before the deadline, go round again (Taint, Drain) after a
-    short wait; at the deadline, give up with the node still cordoned. No Kubernetes call before the decision:
-    the failure is often the API itself."""
-    now = ports.clock.now()
-    previous = dict(current.extra).get("rollback")
-    retries = int(previous.get("retries", 0)) if isinstance(previous, Mapping) else 0
-    deadline = current.deadline if current.deadline is not None else current.command.deadline_epoch
-    retry = deadline is not None and now < deadline
-    wait = int(min(ports.limits.reclaim_retry_s, max(1.0, math.ceil((deadline or now) - now))))
-    if not retry and current.node_name:
-        with contextlib.suppress(ClusterUnavailableError):
-            _event(
-                ports,
-                ObjectRef(kind="Node", name=current.node_name),
-                "DisruptionFailed",
-                f"Reclaim drain gave up at its deadline after {retries} retries: {name}: {message}; "
-                "the node stays cordoned until the instance is gone",
-                warning=True,
-            )
-    record = {
-        "error": name,
-        "reason": message,
-        "untainted": False,
-        "retry": retry,
-        "retries": retries + (1 if retry else 0),
-        "waitSeconds": wait,
-    }
-    data = current.evolve(outcome=None if retry else "reclaim-failed").to_json()
-    data["rollback"] = record
-    return data
-
-
-def rollback(state: State, ports: StepPorts) -> State:
-    """Remove this execution's taint and annotations, and record why on the node (an Event) and in the state.
-
-    A reclaim (reason `interruption`) is never rolled back: see `_reclaim_retry`."""
-    current = DisruptionState.from_json(state)
-    error = dict(current.extra).get("error") or {}
-    name, message = _error_text(error if isinstance(error, Mapping) else {})
-    if _reclaims(current.command):
-        return _reclaim_retry(current, name, message, ports)
-    node = ports.cluster.get_node(current.node_name) if current.node_name else None
-    untainted = False
-    if node is not None and nodes.disrupted_by(node) == current.execution_name and current.execution_name:
-        patch = NodePatch(
-            annotations=((nodes.DISRUPTION_ANNOTATION, None), (nodes.DISRUPTION_REASON_ANNOTATION, None)),
-            taints=nodes.without_taint(nodes.taints_of(node), nodes.DISRUPTED_TAINT),
-        )
-        untainted = ports.cluster.patch_node(nodes.name_of(node), patch) is not None
-    if node is not None:
-        extra = ""
-        if current.replacement.claim_id:
-            extra = (
-                f"; replacement claim {current.replacement.claim_id} is kept (consolidation may remove it)"
-            )
-        _event(
-            ports,
-            nodes.ref_of(node),
-            "DisruptionFailed",
-            f"Disruption ({current.command.reason}) rolled back: {name}: {message}{extra}",
-            warning=True,
-        )
-    record = {"error": name, "reason": message, "untainted": untainted, "retry": False}
-    rolled = current.evolve(outcome="rolled-back", tainted=current.tainted and not untainted)
-    data = rolled.to_json()
-    data["rollback"] = record
-    return data
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Termination failed (Terminate or CheckTermination ended in an error)
-
-#: Instance states in which the instance has not begun to go away: its node can serve pods again.
-_STILL_RUNNING: Final = frozenset({"pending", "running", "stopping", "stopped"})
-#: Reasons whose instance AWS takes away whatever we do: its node stays cordoned.
-_RECLAIMED_REASONS: Final = frozenset({"interruption"})
-
-
-def abort_termination(state: State, ports: StepPorts) -> State:
-    """The instance could not be terminated (or did not finish terminating): never leave the node cordoned
-    and drained without a word. Reached only after a complete drain, so no pod is put at risk here.
-
-    - The instance still runs and is not being reclaimed by AWS: remove this execution's taint and
-      annotations, so the empty node serves pods again (the planner may decide to remove it later).
-    - The instance is going away (shutting down, or reclaimed by AWS): keep the taint, so no pod is scheduled
-      onto a dying node; the lifecycle forgets the claim and deletes the Node once the instance is gone.
-
-    Either way a Warning Event names the error on the node, and the execution then fails with that error
-    (the `TerminationFailed` Fail state), which the failed-executions alarm counts.
-    """
-    current = DisruptionState.from_json(state)
-    error = dict(current.extra).get("error") or {}
-    name, message = _error_text(error if isinstance(error, Mapping) else {})
-    instance_id = current.command.instance_id
-    found = ports.instances.describe([instance_id])
-    instance_state = found[0].state if found else "not found"
-    running = instance_state in _STILL_RUNNING
-    returned = running and current.command.reason not in _RECLAIMED_REASONS
-    node = ports.cluster.get_node(current.node_name) if current.node_name else None
-    untainted = False
-    if (
-        returned
-        and node is not None
-        and nodes.disrupted_by(node) == current.execution_name
-        and current.execution_name
-    ):
-        patch = NodePatch(
-            annotations=((nodes.DISRUPTION_ANNOTATION, None), (nodes.DISRUPTION_REASON_ANNOTATION, None)),
-            taints=nodes.without_taint(nodes.taints_of(node), nodes.DISRUPTED_TAINT),
-        )
-        untainted = ports.cluster.patch_node(nodes.name_of(node), patch) is not None
-    if node is not None:
-        then = (
-            "the node was returned to service"
-            if untainted
-            else "the node stays cordoned while the instance goes away"
-        )
-        _event(
-            ports,
-            nodes.ref_of(node),
-            "DisruptionFailed",
-            f"Disruption ({current.command.reason}) could not terminate instance {instance_id} "
-            f"(it is {instance_state}): {name}: {message}; {then}",
-            warning=True,
-        )
-    record = {
-        "error": name,
-        "reason": f"instance {instance_id} is {instance_state}: {message}",
-        "instanceState": instance_state,
-        "untainted": untainted,
-    }
-    aborted = current.evolve(outcome="termination-failed", tainted=current.tainted and not untainted)
-    data = aborted.to_json()
-    data["terminationFailure"] = record
-    return data
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Rotation
-
-
-def _rotation_target(ports: StepPorts, node_name: str) -> tuple[str | None, str | None, str | None]:
-    """(instance id, claim id, refusal reason) of one node to rotate."""
-    node = ports.cluster.get_node(node_name)
-    if node is None:
-        return None, None, "node not found"
-    instance_id = nodes.instance_id_of_node(node)
-    if instance_id is None:
-        return None, None, "node has no aws:/// providerID"
-    claim = ports.claims.by_instance(instance_id)
-    if claim is None and not _owned_by_tag(ports, instance_id):
-        return (
-            instance_id,
-            None,
-            (
-                f"instance {instance_id}: no NodeClaim in the store and no {CLUSTER_TAG}={ports.cluster_name} tag"
-            ),
-        )
-    if nodes.has_disrupted_taint(node):
-        return instance_id, None, "already being disrupted"
-    return instance_id, claim.id if claim else None, None
-
-
-def plan_rotation(state: State, ports: StepPorts) -> State:
-    """Check every node, then split them into the canary and the rest, each as a disruption execution input."""
-    try:
-        request = RotationRequest.from_input({k: v for k, v in state.items() if k != "executionName"})
-    except CommandError as error:
-        raise StepInputError(str(error)) from error
-    parent = str(state.get("executionName") or request.execution_name())
-    now = ports.clock.now()
-    items, refused = [], []
-    for node_name in request.nodes:
-        instance_id, claim_id, refusal = _rotation_target(ports, node_name)
-        if refusal is not None or instance_id is None:
-            refused.append(f"{node_name} ({refusal})")
-            continue
-        command = DisruptionCommand(
-            instance_id=instance_id,
-            reason=request.reason,
-            node_name=node_name,
-            claim_id=claim_id,
-            replace=request.surge,
-            requested_at=now,
-        )
-        child_input: dict[str, Any] = {**command.to_input(), "drainSeconds": request.drain_seconds}
-        items.append(
-            {"name": execution_name_of(parent[:40], instance_id), "node": node_name, "input": child_input}
-        )
-    if refused:
-        raise NotOwnedError(
-            f"refusing to rotate {len(refused)} of {len(request.nodes)} nodes in cluster {ports.cluster_name}: "
-            + "; ".join(refused)
-        )
-    canary = items[0] if request.canary and items else None
-    rest = items[1:] if canary is not None else items
-    return {
-        **request.to_input(),
-        "executionName": parent,
-        "hasCanary": canary is not None,
-        "canary": canary,
-        "rest": rest,
-    }
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -874,25 +874,15 @@ class StepFunctionsSimulator:
 # -- the workflow ports on the simulator --------------------------------------------------------------------
 
 
-class _PutToEmit:
-    """The workflow-steps handler's `put` sink shape on top of a `MetricsSink`."""
-
-    def __init__(self, sink: MetricsSink | None) -> None:
-        self._sink = sink
-
-    def put(self, name: str, value: float, unit: str, dimensions: Mapping[str, str] | None = None) -> None:
-        if self._sink is not None:
-            self._sink.emit(name, value, unit, dimensions)
-
-
 def steps_invoker(ports: Any, sink: MetricsSink | None = None) -> TaskInvoker:
     """A Task invoker running `workflow_steps.process_step` in process against `ports` (`StepPorts`)."""
+    from longshore.adapters.memory_metrics import MemoryMetricsSink
     from longshore.wiring.workflow_steps import process_step
 
-    adapter = _PutToEmit(sink)
+    metrics: MetricsSink = sink if sink is not None else MemoryMetricsSink()
 
     def invoke(resource: str, payload: JSON) -> JSON:
-        return process_step(payload, ports, adapter)
+        return process_step(payload, ports, metrics)
 
     return invoke
 

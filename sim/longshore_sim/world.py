@@ -400,7 +400,7 @@ class SimulatedWorld:
         """The workflow-steps Lambda, in process (`handlers.workflow_steps.process_step`) on `step_ports`."""
         from longshore.wiring.workflow_steps import process_step
 
-        result = process_step(payload, self.step_ports, _EmitSink(self.metrics))
+        result = process_step(payload, self.step_ports, self.metrics)
         step = str(payload.get("step") if isinstance(payload, dict) else "")
         for observer in self.step_observers:
             observer(step, result)
@@ -467,7 +467,7 @@ class SimulatedWorld:
             lambda_sqs_event(messages, self.queue_arn, self.config.region),
             self.interruption,
             self.time,
-            _PutSink(self.metrics),
+            self.metrics,
         )
         self.interruption_responses.append(response)
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures") or []}
@@ -565,19 +565,6 @@ class SimulatedWorld:
         ids = [str(i["InstanceId"]) for i in parsed.get("TerminatingInstances") or []]
         for observer in self.terminate_observers:
             observer(ids)
-
-
-class _PutSink:
-    """The interruption handler's `put` metric sink on the world's in-memory `MetricsSink`."""
-
-    def __init__(self, sink: MemoryMetricsSink) -> None:
-        self._sink = sink
-
-    def put(self, name: str, value: float, unit: str, dimensions: Any = None) -> None:
-        self._sink.emit(name, value, unit, dimensions)
-
-
-_EmitSink = _PutSink
 
 
 def launched_instance_ids(parsed: dict[str, Any]) -> Iterable[str]:

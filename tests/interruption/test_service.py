@@ -8,7 +8,8 @@ import pytest
 
 from longshore.adapters.events.parse import parse_event
 from longshore.core.claims import NodeClaim
-from longshore.core.interruption import SCHEDULED_CHANGE_GRACE_SECONDS, UNAVAILABLE_SECONDS
+from longshore.core.interruption import SCHEDULED_CHANGE_GRACE_SECONDS
+from longshore.core.offerings import UNAVAILABLE_TTL_S
 from longshore.services.interruption import MessageOutcome, rebalance_policies
 from tests.interruption.fakes import World, claim, event_for, instance_id
 
@@ -40,7 +41,7 @@ def test_spot_warning_on_three_of_five_nodes() -> None:
     # the offering is out of launches for three minutes, and the provisioner was asked to run
     now = world.clock.now()
     assert world.offerings.unavailable(now) == frozenset({("m5.large", "us-east-1a", "spot")})
-    assert world.offerings.unavailable(now + UNAVAILABLE_SECONDS + 1) == frozenset()
+    assert world.offerings.unavailable(now + UNAVAILABLE_TTL_S + 1) == frozenset()
     assert len(world.trigger.reasons) == 3
     # nothing was deleted directly: the workflow does the cordon and drain
     assert len(world.cluster.nodes) == 5

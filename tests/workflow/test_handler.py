@@ -24,16 +24,6 @@ class RecordingSink:
         self.points.append((name, value, dict(dimensions or {})))
 
 
-class PutSink:
-    """The `put` shape the simulation's Task invoker still passes (`sim.stepfunctions._PutToEmit`)."""
-
-    def __init__(self) -> None:
-        self.recording = RecordingSink()
-
-    def put(self, name: str, value: float, unit: str, dimensions: Mapping[str, str] | None = None) -> None:
-        self.recording.emit(name, value, unit, dimensions)
-
-
 @pytest.fixture
 def world() -> World:
     w = new_world()
@@ -77,14 +67,3 @@ def test_bad_events_are_named(world: World, event: dict[str, object], needle: st
     with pytest.raises(StepInputError) as error:
         process_step(event, world.ports, RecordingSink())
     assert needle in str(error.value)
-
-
-def test_a_put_shaped_sink_still_receives_the_step_metrics(world: World) -> None:
-    sink = PutSink()
-    command = DisruptionCommand(instance_id="i-1", reason="expired", deadline_epoch=world.clock.now() + 100)
-    state = process_step(
-        {"step": "validate", "execution": "expired-i-1", "state": command.to_input()}, world.ports, sink
-    )
-    for step in ("taint", "drain", "finalize"):
-        state = process_step({"step": step, "execution": "expired-i-1", "state": state}, world.ports, sink)
-    assert (telemetry.NODES_DISRUPTED, 1.0, {telemetry.DIM_REASON: "expired"}) in sink.recording.points

@@ -36,6 +36,7 @@ from typing import Final, Literal
 
 from longshore.core.commands import DisruptionCommand
 from longshore.core.model import RebalancePolicy
+from longshore.core.offerings import UNAVAILABLE_TTL_S
 
 EventKind = Literal[
     "spot-interruption",
@@ -53,7 +54,6 @@ IgnoreReason = Literal[
 SPOT: Final = "spot"
 INTERRUPTION_REASON: Final = "interruption"
 REBALANCE_REASON: Final = "rebalance"
-UNAVAILABLE_SECONDS: Final = 180.0
 """How long an interrupted spot offering is kept out of launches (Karpenter's ICE cache TTL)."""
 NOTICE_SECONDS: Final = 120.0
 """Spot and capacity-reservation warnings come two minutes before the instance is reclaimed."""
@@ -244,7 +244,7 @@ def _decide_owned(
         commands: list[Command] = []
         if row == "interrupt" and instance.capacity_type == SPOT and instance.instance_type and instance.zone:
             commands.append(
-                MarkUnavailable(instance.instance_type, instance.zone, SPOT, now + UNAVAILABLE_SECONDS)
+                MarkUnavailable(instance.instance_type, instance.zone, SPOT, now + UNAVAILABLE_TTL_S)
             )
         commands.append(StartDisruption(_interruption_command(event, instance)))
         return InstanceDecision(instance.instance_id, row, tuple(commands))

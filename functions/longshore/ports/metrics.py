@@ -6,16 +6,12 @@ Theory of operation: a caller does `sink.emit(name, value, unit, dimensions)` wi
 `adapters.memory_metrics.MemoryMetricsSink`, which keeps every point so an outcome can be asserted on.
 Keeping the port this small is what lets services stay free of Powertools and cheap to import.
 
-`PutSink` is the older `put(name, value, unit, dimensions)` shape the interruption and workflow-steps handlers
-used to take; the simulation still wraps its `MetricsSink` in one. `emitting()` turns either into a
-`MetricsSink`; both go once no caller passes a `put` sink.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 Dimensions = Mapping[str, str]
 
@@ -26,25 +22,3 @@ class MetricsSink(Protocol):
     ) -> None:
         """Record one data point of metric `name` (a `core.telemetry` name) with optional dimensions."""
         ...
-
-
-@runtime_checkable
-class PutSink(Protocol):
-    """Transitional: the older sink shape (see the module docstring)."""
-
-    def put(self, name: str, value: float, unit: str, dimensions: Dimensions | None = None) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _PutAsEmit:
-    sink: PutSink
-
-    def emit(
-        self, name: str, value: float, unit: str = "Count", dimensions: Dimensions | None = None
-    ) -> None:
-        self.sink.put(name, value, unit, dimensions)
-
-
-def emitting(sink: MetricsSink | PutSink) -> MetricsSink:
-    """`sink` as a `MetricsSink` (a `PutSink` is adapted)."""
-    return _PutAsEmit(sink) if isinstance(sink, PutSink) else sink

@@ -33,7 +33,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from longshore.adapters.events.parse import MalformedEventError, parse_event
 from longshore.core import telemetry
 from longshore.ports.clock import Clock
-from longshore.ports.metrics import MetricsSink, PutSink, emitting
+from longshore.ports.metrics import MetricsSink
 from longshore.services.interruption import InterruptionService, MessageOutcome
 from longshore.wiring.container import Container
 from longshore.wiring.observability import logger
@@ -44,16 +44,14 @@ def process_batch(
     event: Mapping[str, Any],
     service: InterruptionService,
     clock: Clock,
-    sink: MetricsSink | PutSink,
+    sink: MetricsSink,
     context: LambdaContext | None = None,
 ) -> dict[str, Any]:
     """Handle one SQS batch; the response lists the messages to retry (`batchItemFailures`)."""
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
-    emitter = emitting(sink)
-
     def record_handler(record: SQSRecord) -> str:
-        return handle_record(record, service, clock, emitter)
+        return handle_record(record, service, clock, sink)
 
     response = process_partial_response(
         event=dict(event), record_handler=record_handler, processor=processor, context=context

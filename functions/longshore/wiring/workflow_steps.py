@@ -19,7 +19,7 @@ from typing import Any
 
 from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
 from longshore.core import telemetry
-from longshore.ports.metrics import MetricsSink, PutSink, emitting
+from longshore.ports.metrics import MetricsSink
 from longshore.wiring.container import Container
 from longshore.wiring.observability import logger, metrics
 from longshore.wiring.runtime import Runtime
@@ -52,7 +52,7 @@ def _report(
         sink.emit(telemetry.NODES_DISRUPTED, 1.0, "Count", {telemetry.DIM_REASON: reason})
 
 
-def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricsSink | PutSink) -> dict[str, Any]:
+def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricsSink) -> dict[str, Any]:
     """Run one workflow step for a Task event; returns the new state."""
     step = event.get("step")
     state = event.get("state")
@@ -81,7 +81,7 @@ def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricsSink |
             "rollback": after.get("rollback"),
         },
     )
-    _report(step, before, after, ports, emitting(sink))
+    _report(step, before, after, ports, sink)
     return after
 
 

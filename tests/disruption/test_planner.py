@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from longshore.core import labels as wk
 from longshore.core.disruption import planner
-from longshore.core.disruption.hashing import nodepool_hash
+from longshore.core.disruption.drift import nodepool_hash
 from longshore.core.disruption.state import DisruptionInput, ManagedNode, PdbView
 from longshore.core.model import Budget, ClusterConfig, Disruption, Expiry, NodePool, Origin
 from longshore.core.pods import LabelSelector, Pod
@@ -166,6 +166,41 @@ def test_v1alpha5_expiry_is_graceful_and_waits_for_do_not_evict() -> None:
     assert result.decisions == ()
     assert (
         result.reason_for("old") == "expired but waiting: pod default/db has karpenter.sh/do-not-evict=true"
+    )
+
+
+# --- decisions of one pass account for each other (#12 path 4) --------------------------------------------
+
+
+def test_expiry_and_emptiness_in_one_pass_never_remove_the_node_that_takes_the_pods() -> None:
+    # 31-day scenario: the old node expires with no replacement because its pod fits on the empty node,
+    # which emptiness would remove in the same pass; every pod was pending for about 30 s.
+    old = managed("old", pods=(pod("web", cpu="1"),), created=NOW - 800 * HOUR)
+    spare = managed("spare", created=NOW - HOUR, idle_since=NOW - HOUR)
+    result = run(old, spare, pools=(a_pool(after=0, expiry=Expiry(720 * 3600, forceful=True)),))
+    assert [d.node_names for d in result.decisions] == [("old",)]
+    assert result.decisions[0].replacements == (), "the pod fits on the spare node"
+    assert result.reason_for("spare") == ("empty, but it takes pods evicted from old in this pass; next pass")
+
+
+def test_two_decisions_in_one_pass_do_not_count_on_the_same_free_capacity() -> None:
+    # Both expired nodes' pods fit on the one spare m5.xlarge only one at a time.
+    a = managed("a", pods=(pod("a", cpu="3"),), created=NOW - 800 * HOUR)
+    b = managed("b", pods=(pod("b", cpu="3"),), created=NOW - 790 * HOUR)
+    spare = managed("spare", pods=(pod("small", cpu="100m"),), created=NOW - HOUR)
+    result = run(a, b, spare, pools=(a_pool(after=None, expiry=Expiry(720 * 3600, forceful=True)),))
+    first, second = result.decisions
+    assert first.node_names == ("a",) and first.replacements == ()
+    assert second.node_names == ("b",) and len(second.replacements) == 1
+
+
+def test_a_drifted_receiver_waits_for_the_next_pass() -> None:
+    old = managed("old", pods=(pod("web", cpu="1"),), created=NOW - 800 * HOUR)
+    drifted = managed("drifted", pods=(pod("x", cpu="100m"),), created=NOW - HOUR, nodepool_hash="stale")
+    result = run(old, drifted, pools=(a_pool(after=None, expiry=Expiry(720 * 3600, forceful=True)),))
+    assert [d.node_names for d in result.decisions] == [("old",)]
+    assert (result.reason_for("drifted") or "").endswith(
+        "it takes pods evicted from old in this pass; next pass"
     )
 
 

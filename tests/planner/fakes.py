@@ -184,9 +184,15 @@ class PlannerWorld:
         self.workflows = SimulatedWorkflows(self.simulator)
         self.launcher = FakeLauncher(self.world)
         self.offerings = MemoryOfferingAvailability()
-        self.service = DisruptionService(
+        self.the_catalog = the_catalog
+        self.service = self.new_service()
+        self.reports: list[PassReport] = []
+
+    def new_service(self) -> DisruptionService:
+        """A planner service with nothing in memory: what a cold Lambda container starts with."""
+        return DisruptionService(
             self.config,
-            the_catalog,
+            self.the_catalog,
             PlannerPorts(
                 cluster=self.world.cluster,
                 claims=self.world.claims,
@@ -198,7 +204,6 @@ class PlannerWorld:
             ),
             logging.getLogger("tests.planner"),
         )
-        self.reports: list[PassReport] = []
 
     @property
     def cluster(self) -> Any:

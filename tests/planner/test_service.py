@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from longshore.core import labels as wk
 from longshore.core import telemetry
-from longshore.core.disruption.hashing import nodepool_hash
+from longshore.core.disruption.drift import nodepool_hash
 from longshore.core.model import Budget
 from tests.builders import req
 from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
@@ -103,6 +103,32 @@ def test_drift_launches_the_replacement_first_and_taints_only_when_it_is_up() ->
     assert execution.status == "SUCCEEDED" and execution.input["replace"] is True
     assert execution.output["replacement"]["claimId"] == request.claim.id
     assert w.metrics.total(telemetry.DISRUPTION_DECISIONS, Reason="drifted") == 1
+
+
+def test_a_cold_planner_does_not_decide_a_surge_under_way_again_nor_drain_before_the_replacement() -> None:
+    # Chaos seed 6: a cold pass re-decided the drifted node, counted the launching replacement as free room
+    # and drained at once; its pods had nowhere to run until the replacement came up.
+    current = a_pool(policy="WhenEmpty", after=None, requirements=())
+    w = PlannerWorld(cluster_config(current))
+    w.launcher.ready_after = 120
+    w.add_node("old", annotations={"karpenter.sh/nodepool-hash": "v1-stale"})
+    w.add_pod("web", "old", cpu="3")
+
+    first = w.run_pass()
+    assert [a.outcome for a in first.acted] == ["started"]
+    for _ in range(40):  # every pass from a cold container
+        w.clock.advance(10)
+        w.service = w.new_service()
+        w.run_pass()
+
+    (request,) = w.launcher.requests
+    assert request.claim.replaces == ("old",)
+    (execution,) = w.workflows.disruptions()
+    assert execution.status == "SUCCEEDED" and execution.input["replace"] is True
+    replacement = w.world.claims.get(request.claim.id)
+    assert replacement is not None and replacement.initialized_at is not None
+    (tainted_at,) = w.cluster.times("taint", "old")
+    assert replacement.initialized_at <= tainted_at
 
 
 def test_a_surge_starts_the_termination_grace_period_at_the_taint_not_at_the_decision() -> None:

@@ -18,7 +18,7 @@ from moto import mock_aws
 from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoTable, claim_to_doc
 from longshore.adapters.memory import MemoryClaimStore
 from longshore.core.claims import NodeClaim
-from longshore.core.disruption.hashing import claim_hashes, nodeclass_hash, nodepool_hash
+from longshore.core.disruption.drift import claim_hashes, nodeclass_hash, nodepool_hash
 from longshore.ports.store import ClaimStore
 from longshore_sim.aws import create_table
 from tests.replacement.conftest import cluster_config, pool

@@ -17,7 +17,7 @@ from longshore.adapters.aws import tags as tagnames
 from longshore.core import telemetry
 from longshore.core.allocatable import allocatable
 from longshore.core.commands import DisruptionCommand
-from longshore.core.disruption.hashing import claim_hashes
+from longshore.core.disruption.drift import claim_hashes
 from longshore.core.model import ClusterConfig
 from longshore.core.resources import Resources
 from longshore.ports.workflow import ReplacementUnavailableError

@@ -80,7 +80,7 @@ def select_targets(
     current_amis: frozenset[str] = frozenset(),
 ) -> tuple[list[Target], list[str]]:
     """The nodes the options select (in the order given, else by name) and the names that do not exist."""
-    from longshore.core.disruption.planner import drift_reason
+    from longshore.core.disruption.drift import drift_reason
 
     nodes = {_name(n): n for n in cluster.list_nodes(label_selector=selector)}
     missing = [n for n in names if n not in nodes]

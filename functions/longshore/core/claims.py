@@ -87,10 +87,13 @@ class NodeClaim:
     attempts: int = 0  # CreateFleet attempts so far; part of the ClientToken
     reason: str = ""  # why the claim is in its state (last launch failure, timeout...)
     version: int = 0  # optimistic concurrency: the store compares it on `compare_and_put`
-    # Drift: the hashes of the pool and node class the node was built from (`core.disruption.hashing`),
+    # Drift: the hashes of the pool and node class the node was built from (`core.disruption.drift`),
     # set when the claim is created; None for claims written before they existed (never drifted by hash).
     nodepool_hash: str | None = None
     nodeclass_hash: str | None = None
+    # The nodes a planner decision launched this claim to take over from (surge replacements): read back by
+    # every later pass, so a cold planner still knows those nodes are being disrupted.
+    replaces: tuple[str, ...] = ()
 
     @property
     def in_flight(self) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from longshore.core.adoption import AdoptionPlan, plan_adoption
 from longshore.core.catalog import Catalog
 from longshore.core.claims import instance_id_of
-from longshore.core.disruption.hashing import claim_hashes
+from longshore.core.disruption.drift import claim_hashes
 from longshore.core.karpenter_objects import MANAGED_BY
 from longshore.core.model import ClusterConfig
 from longshore.ports.cloud import Instances, InstanceTags

@@ -39,7 +39,12 @@ against ports only:
 
 What the service remembers between passes (pending decision, started nodes, launched replacements, pod
 events) lives in memory: the Lambda loops passes every 10 s for most of its timeout, so a pending decision
-usually validates within one invocation, and anything lost with a cold container is simply recomputed.
+usually validates within one invocation. What a cold container must not forget is durable: a replacement
+claim records the nodes it `replaces`, so for `STARTED_TTL_S` after its launch every pass treats those nodes
+as disrupting and the claim's node as nominated, whichever container runs it (otherwise a cold pass would
+decide the same node again, count the replacement as free room and drain before it is up). A staged
+multi-replacement decision lost with its container is not restarted; its nodes are left alone until the
+claims age out, and consolidation removes the unused replacements.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchRequest, NodeClaim, instance_id_of
 from longshore.core.commands import DisruptionCommand
 from longshore.core.disruption import planner
-from longshore.core.disruption.hashing import claim_hashes
+from longshore.core.disruption.drift import claim_hashes
 from longshore.core.disruption.state import DisruptionInput, ManagedNode, PdbView
 from longshore.core.drain import DISRUPTED_TAINT_KEY, parse_timestamp
 from longshore.core.model import ClusterConfig, NodeClass, Operator, Requirement
@@ -304,6 +309,10 @@ def take_snapshot(
         if (p.get("status") or {}).get("nominatedNodeName")
     }
     started_set, replacement_ids = set(started), set(replacements)
+    for surge in all_claims:  # what a cold container's memory lacks: surges under way, from their claims
+        if surge.replaces and surge.state != "deleting" and now - surge.created_at <= STARTED_TTL_S:
+            started_set.update(surge.replaces)
+            replacement_ids.add(surge.id)
     tracker = pod_events if pod_events is not None else PodEventTracker()
 
     managed: list[ManagedNode] = []
@@ -604,6 +613,7 @@ class DisruptionService:
         generation = "replace-" + "-".join(sorted(decision.node_names))
         for claim_plan in decision.replacements:
             request = self._with_hashes(launch_request(claim_plan, catalog, self.config, now, generation))
+            request = replace(request, claim=replace(request.claim, replaces=decision.node_names))
             result = self.ports.launcher.launch(request, now)
             if result.status == "failed":
                 why = f"replacement {claim_plan.instance_type} could not be launched: {result.reason or 'no capacity'}"

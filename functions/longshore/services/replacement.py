@@ -29,7 +29,7 @@ then waits until the returned claim is `initialized`. This module decides what t
    workflow does not wait for them, and their pods wait for them as pending pods. Claims go through
    `services.launch_requests.launch_request` (options cheapest first, kubelet values) and `ports.cloud.Launcher`
    (CreateFleet with capacity-error fallback across the options, ICE marks in the shared store). The record
-   carries the pool and node-class hashes (`core.disruption.hashing.claim_hashes`) for drift detection.
+   carries the pool and node-class hashes (`core.disruption.drift.claim_hashes`) for drift detection.
 5. *Nothing to launch.* When the primary's launch fails (every offering refused), the plan is made again with
    the offerings now marked unavailable, which moves the pods to other types and then other pools; at most
    `MAX_PLANNING_ROUNDS` rounds, and never twice the same options. When no plan or launch succeeds,
@@ -56,7 +56,7 @@ from longshore.core import labels as wk
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchRequest, LaunchResult, NodeClaim, instance_id_of
-from longshore.core.disruption.hashing import claim_hashes
+from longshore.core.disruption.drift import claim_hashes
 from longshore.core.drain import drain_pod_from_manifest, left_reason
 from longshore.core.model import ClusterConfig, NodePool
 from longshore.core.pods import Pod

@@ -57,6 +57,7 @@ def claim_from_doc(doc: str) -> NodeClaim:
     )
     data["instance_types"] = tuple(data.get("instance_types", ()))
     data["pods"] = tuple(data.get("pods", ()))
+    data["replaces"] = tuple(data.get("replaces", ()))
     return NodeClaim(**data)
 
 

@@ -24,6 +24,14 @@ commands to carry out (`Decision`) and, for every managed node left alone, a sen
 
 Each evaluation asks the packing engine (`core.scheduling.solve`) where the evicted pods would go, with the
 candidates removed from the cluster, so a decision never strands a pod.
+
+Decisions of one pass account for each other. Every simulation removes the nodes already decided in the
+pass and reschedules their pods too, so two decisions never count on the same free capacity. A node that a
+decision plans to take evicted pods (a *receiver*) is not removed by any later method of the same pass; it
+is passed over and reconsidered on the next pass, when those pods have landed. Without this, the expiry of
+one busy node and the emptiness of the only node that could take its pods would leave them with nowhere to
+run. The cost of the rule is at most one spare replacement (a later decision's pods may share a planned
+claim with an earlier decision's pods); consolidation removes it later.
 """
 
 from __future__ import annotations
@@ -33,11 +41,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from longshore.core.disruption import budgets
+from longshore.core.disruption.drift import drift_reason
 from longshore.core.disruption.guards import disruption_cost, graceful_blocker, node_blocker
-from longshore.core.disruption.hashing import nodeclass_hash, nodepool_hash
 from longshore.core.disruption.state import DisruptionInput, ManagedNode
 from longshore.core.model import NodePool
-from longshore.core.requirements import Requirements
 from longshore.core.scheduling import solve
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 from longshore.core.scheduling.plan import ClaimPlan, Plan
@@ -129,6 +136,7 @@ class _Pass:
         self.pools = {p.name: p for p in inp.config.node_pools}
         self.budgets = _Budgets(inp)
         self.decided: set[str] = set()
+        self.receivers: dict[str, str] = {}  # node -> the decided node whose evicted pods it takes
         self.passed: dict[str, str] = {}
         self.retry_at: dict[str, float] = {}
 
@@ -146,11 +154,23 @@ class _Pass:
     def open_nodes(self) -> list[ManagedNode]:
         return [n for n in self.inp.nodes if n.name not in self.decided]
 
+    def receiving(self, node: ManagedNode, why: str) -> bool:
+        """Pass over `node` if a decision of this pass plans to put evicted pods on it."""
+        source = self.receivers.get(node.name)
+        if source is None:
+            return False
+        self.pass_over(node, f"{why}, but it takes pods evicted from {source} in this pass; next pass")
+        return True
+
     def simulate(self, removed: Sequence[ManagedNode]) -> Plan:
-        """Where the removed nodes' pods (and the pending ones) would go with those nodes gone."""
+        """Where the removed nodes' pods (and the pending ones) would go with those nodes gone.
+
+        The nodes already decided in this pass are gone too, and their pods are rescheduled alongside.
+        """
         gone = {n.name for n in removed} | self.decided
+        leaving = [*(n for n in self.inp.nodes if n.name in self.decided), *removed]
         pods = tuple(
-            replace(p, node_name="", nominated_node_name="") for n in removed for p in n.reschedulable_pods()
+            replace(p, node_name="", nominated_node_name="") for n in leaving for p in n.reschedulable_pods()
         )
         others: list[ExistingNode] = [
             n.node for n in self.inp.nodes if n.name not in gone and not n.disrupting
@@ -177,11 +197,18 @@ class _Pass:
                 return f"pod {pod} would have nowhere to go ({reason})"
         return None
 
-    def decide(self, decision: Decision) -> Decision:
+    def decide(self, decision: Decision, plan: Plan | None = None) -> Decision:
+        """Record `decision`; `plan` is its simulation, whose existing nodes that take pods become receivers."""
         for node in decision.nodes:
             self.decided.add(node.name)
             self.passed.pop(node.name, None)
             self.retry_at.pop(node.name, None)
+        if plan is not None:
+            moved = {p.key: n.name for n in decision.nodes for p in n.reschedulable_pods()}
+            for placement in plan.existing:
+                sources = sorted({moved[p] for p in placement.pods if p in moved})
+                if sources and not placement.in_flight:
+                    self.receivers.setdefault(placement.node, ", ".join(sources))
         return decision
 
     # -- methods ------------------------------------------------------------------------------------------
@@ -196,7 +223,7 @@ class _Pass:
                 continue
             age_h = (self.inp.now - node.created_at) / 3600
             why = f"{age_h:.1f}h old; pool {pool.name} expires nodes after {pool.expiry.after_seconds / 3600:g}h"
-            if node.disrupting:
+            if node.disrupting or self.receiving(node, "expired"):
                 continue
             if not pool.expiry.forceful:
                 blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now)
@@ -218,7 +245,8 @@ class _Pass:
                         f"{why}; {mode}",
                         replacements=_replacements(plan, [node]),
                         forceful=pool.expiry.forceful,
-                    )
+                    ),
+                    plan,
                 )
             )
         return out
@@ -234,6 +262,8 @@ class _Pass:
                 self.pass_over(
                     node, f"empty, but pool {pool.name} never removes empty nodes (consolidateAfter Never)"
                 )
+                continue
+            if self.receiving(node, "empty"):
                 continue
             idle = self.inp.now - node.idle_since()
             if idle < after:
@@ -279,6 +309,8 @@ class _Pass:
                 drifted.append((node, pool, why))
         out: list[Decision] = []
         for node, pool, why in sorted(drifted, key=lambda t: (not t[0].is_empty, t[0].created_at)):
+            if self.receiving(node, f"drifted ({why})"):
+                continue
             blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now)
             if blocker and pool.termination_grace_period_seconds is None:
                 self.pass_over(node, f"drifted ({why}) but {blocker}")
@@ -293,7 +325,8 @@ class _Pass:
                 self.pass_over(node, f"drifted ({why}) but {stranded}")
                 continue
             self.budgets.take(pool.name)
-            out.append(self.decide(Decision(DRIFTED, (node,), why, replacements=_replacements(plan, [node]))))
+            decision = Decision(DRIFTED, (node,), why, replacements=_replacements(plan, [node]))
+            out.append(self.decide(decision, plan))
         return out
 
     # -- consolidation ------------------------------------------------------------------------------------
@@ -445,28 +478,6 @@ def _replacements(plan: Plan, removed: Sequence[ManagedNode]) -> tuple[ClaimPlan
     """The new claims that take pods of `removed` (claims only for pending pods are the provisioner's)."""
     moved = {p.key for n in removed for p in n.reschedulable_pods()}
     return tuple(c for c in plan.new_claims if any(p in moved for p in c.pods))
-
-
-def drift_reason(node: ManagedNode, pool: NodePool, inp: DisruptionInput) -> str | None:
-    """Why `node` has drifted from `pool` (changed hashes, a stale AMI, requirements), or None."""
-    if node.nodepool_hash and node.nodepool_hash != nodepool_hash(pool):
-        return f"pool {pool.name} changed since launch"
-    try:
-        node_class = inp.config.node_class_of(pool)
-    except KeyError:
-        return None
-    if node.nodeclass_hash and node.nodeclass_hash != nodeclass_hash(node_class):
-        return f"node class {node_class.name} changed since launch"
-    images = inp.current_images.get(node_class.name)
-    if images and node.image_id and node.image_id not in images:
-        return f"AMI {node.image_id} is no longer the resolved AMI ({', '.join(sorted(images))})"
-    required = Requirements.of(pool.requirements)
-    mismatch = Requirements.from_labels(node.node.labels).incompatibility(
-        required, subject=f"pool {pool.name}"
-    )
-    if mismatch:
-        return f"labels no longer meet the pool's requirements: {mismatch}"
-    return None
 
 
 def _preference(decision: Decision) -> tuple[float, int, int]:

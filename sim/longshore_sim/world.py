@@ -354,6 +354,7 @@ class SimulatedWorld:
             metrics=self.metrics,
             owner=owner or f"sim-run-{next(self._owners)}",
             settings=settings,
+            workflow=self.workflows,  # drains Nodes deleted with kubectl (the stack sets the state machine)
         )
 
     def invoke(

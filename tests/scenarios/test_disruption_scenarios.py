@@ -84,6 +84,17 @@ def test_a_manual_rotation_of_3_nodes_replaces_one_at_a_time() -> None:
     assert len(tainted) == 3 and tainted[0] < tainted[1] < tainted[2]
 
 
+def test_kubectl_delete_node_drains_and_terminates_through_the_workflow() -> None:
+    # The shipped world wires the provisioner's lifecycle to the disruption state machine, as the stack does:
+    # without it the Node lingered with its finalizer and only a warning was logged (chaos seed 8).
+    _, summary = run("kubectl-delete-node")
+    assert_clean(summary)
+    assert summary["disruptions_by_reason"] == {"deleted": 1}
+    (drain,) = summary["drains"].values()
+    assert drain["reason"] == "deleted" and drain["emptied_s"] is not None
+    assert summary["nodes_terminated"] == 1
+
+
 def test_duplicate_foreign_health_and_rebalance_events_each_end_as_they_should() -> None:
     runner, summary = run("interruption-events")
     assert_clean(summary)

@@ -14,7 +14,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export MOTO_EC2_LOAD_DEFAULT_AMIS := false
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: demo test lint unit bench bench-scale synth tools clean chaos
+.PHONY: demo test lint unit bench bench-scale synth tools clean chaos fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,9 @@ test: lint unit
 
 chaos: $(STAMP)
 	$(VENV)/bin/longshore chaos --seeds $${SEEDS:-200} --jobs 2 --report reports/chaos
+
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz.run $(ARGS)
 
 bench: $(STAMP)
 	$(PY) -m bench.run

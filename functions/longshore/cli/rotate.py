@@ -37,7 +37,7 @@ from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.store import ClaimStore
 
 REFUSED_EXIT_CODE = 1
-_AGE = re.compile(r"^(\d+)([smhdw])$")
+_AGE = re.compile(r"^([0-9]{1,9})([smhdw])$")  # ASCII digits only; 9 digits is already 19,000 years
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -45,8 +45,9 @@ def parse_age(text: str) -> int:
     """Seconds in `30d`, `12h`, `90m`, `2w`..."""
     match = _AGE.match(text.strip())
     if match is None:
+        shown = repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
         raise click.BadParameter(
-            f"{text!r} is not a duration such as 30d, 12h, 90m or 2w", param_hint="--older-than"
+            f"{shown} is not a duration such as 30d, 12h, 90m or 2w", param_hint="--older-than"
         )
     return int(match.group(1)) * _AGE_UNITS[match.group(2)]
 

@@ -4,6 +4,8 @@ store, the executions, the Events and the metrics."""
 
 from __future__ import annotations
 
+import pytest
+
 from longshore.core import labels as wk
 from longshore.core import telemetry
 from longshore.core.disruption.drift import nodepool_hash
@@ -36,6 +38,31 @@ def test_an_empty_node_is_removed_after_consolidate_after_and_its_neighbour_stay
     assert w.metrics.total(telemetry.DISRUPTION_DECISIONS, Reason="empty") == 1
     assert w.metrics.total(telemetry.NODES_DISRUPTED, Reason="empty") == 1
     assert [e.reason for e in w.events("idle") if e.reason == "Disrupting"] == ["Disrupting"]
+
+
+@pytest.mark.parametrize("containers", ["warm", "cold"])
+def test_the_consolidate_after_clock_survives_cold_starts(containers: str) -> None:
+    # Issue #12: a cold container removed a node 20-30 s after its last pod left under consolidateAfter 600 s.
+    # The clock lives on the claim, so every pass from a fresh container decides what a warm one would.
+    w = PlannerWorld(cluster_config(a_pool(policy="WhenEmpty", after=600)))
+    w.add_node("idle")
+    w.add_pod("old", "idle", cpu="1")
+
+    def passes(seconds: float) -> None:
+        end = w.clock.now() + seconds
+        while w.clock.now() < end:
+            if containers == "cold":
+                w.service = w.new_service()
+            w.run_pass()
+            w.clock.advance(10)
+
+    passes(30)
+    w.cluster.delete_pod("default", "old", grace_period_seconds=0)  # gone before any pass sees it going
+    deleted_at = w.clock.now()
+    passes(900)
+
+    (tainted_at,) = w.cluster.times("taint", "idle")
+    assert 600 <= tainted_at - deleted_at <= 615
 
 
 def test_consolidation_waits_fifteen_seconds_and_revalidates_before_acting() -> None:

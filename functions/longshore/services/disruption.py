@@ -39,7 +39,10 @@ against ports only:
 
 What the service remembers between passes (pending decision, started nodes, launched replacements, pod
 events) lives in memory: the Lambda loops passes every 10 s for most of its timeout, so a pending decision
-usually validates within one invocation. What a cold container must not forget is durable: a replacement
+usually validates within one invocation. What a cold container must not forget is durable. The
+`consolidateAfter` clock: each pass writes a node's last pod event time, and whether it had pods, to its claim
+when they moved (compare-and-put), and a tracker that has not seen a node starts from there (pods the claim
+says were there and are gone left "now"). Surges under way: a replacement
 claim records the nodes it `replaces`, so for `STARTED_TTL_S` after its launch every pass treats those nodes
 as disrupting and the claim's node as nominated, whichever container runs it (otherwise a cold pass would
 decide the same node again, count the replacement as free room and drain before it is up). A staged
@@ -136,6 +139,9 @@ class Snapshot:
         return next((n for n in self.input.nodes if n.name == name), None)
 
 
+_RECORDED = "\0recorded"  # stands for the pods a claim record says the node had
+
+
 @dataclass
 class PodEventTracker:
     """When pods last arrived on or left each node, as far as successive snapshots can tell."""
@@ -144,9 +150,21 @@ class PodEventTracker:
     _present: dict[str, frozenset[str]] = field(default_factory=dict)
     _terminating: dict[str, frozenset[str]] = field(default_factory=dict)
 
-    def observe(self, node: str, pods: Sequence[Manifest], now: float) -> float | None:
-        """Record this pass's pods of `node`; returns the node's last pod event time (None: none known)."""
+    def observe(
+        self, node: str, pods: Sequence[Manifest], now: float, recorded: NodeClaim | None = None
+    ) -> float | None:
+        """Record this pass's pods of `node`; returns the node's last pod event time (None: none known).
+
+        `recorded` is the node's claim: a tracker that has not seen the node yet (a cold container) starts
+        from the claim's `last_pod_event_at`, and when the claim says the node had pods and none are left,
+        they left since then (the moment is now).
+        """
         moments: list[float] = []
+        if node not in self._present and recorded is not None:
+            if recorded.last_pod_event_at is not None:
+                self.last_event[node] = recorded.last_pod_event_at
+            if recorded.had_pods:
+                self._present[node] = frozenset({_RECORDED})
         present: set[str] = set()
         terminating: set[str] = set()
         for manifest in pods:
@@ -171,6 +189,8 @@ class PodEventTracker:
                 if bound is not None:
                     moments.append(bound)
         vanished = self._present.get(node, frozenset()) - present
+        if _RECORDED in vanished and present:
+            vanished -= {_RECORDED}  # pods still there: nothing is known to have left
         if vanished - self._terminating.get(node, frozenset()):
             moments.append(now)  # left between two passes without being seen terminating
         self._present[node] = frozenset(present)
@@ -178,6 +198,10 @@ class PodEventTracker:
         if moments:
             self.last_event[node] = max(self.last_event.get(node, moments[0]), *moments)
         return self.last_event.get(node)
+
+    def has_pods(self, node: str) -> bool:
+        """Whether the last observation of `node` saw pods on it (DaemonSet and mirror pods aside)."""
+        return bool(self._present.get(node, frozenset()) - {_RECORDED})
 
     def forget_except(self, nodes: Iterable[str]) -> None:
         keep = set(nodes)
@@ -337,7 +361,7 @@ def take_snapshot(
             or meta.get("deletionTimestamp") is not None
             or node.name in started_set
         )
-        last_event = tracker.observe(node.name, pods_by_node.get(node.name, ()), now)
+        last_event = tracker.observe(node.name, pods_by_node.get(node.name, ()), now, claim)
         managed.append(
             ManagedNode(
                 node=node,
@@ -526,6 +550,7 @@ class DisruptionService:
         """Snapshot, re-validate, plan, act, explain (one disruption controller loop)."""
         current = self.snapshot()
         now = current.input.now
+        self._record_pod_events(current)
         acted: list[Acted] = []
         dropped: list[tuple[planner.Decision, str]] = []
         acted.extend(self._progress_staged(current, now))
@@ -563,6 +588,22 @@ class DisruptionService:
             acted.append(self._act(decision, current, now))
         events = self._explain(plan, dropped, current, now)
         return PassReport(now, plan, tuple(acted), self.pending, tuple(dropped), events)
+
+    def _record_pod_events(self, current: Snapshot) -> None:
+        """Write each node's consolidateAfter clock to its claim when it moved (see `PodEventTracker.observe`).
+
+        A claim changed by someone else since the snapshot is left for the next pass (compare-and-put).
+        """
+        claims = {c.id: c for c in current.claims}
+        for node in current.input.nodes:
+            claim = claims.get(node.claim_id or "")
+            if claim is None:
+                continue
+            had_pods = self.pod_events.has_pods(node.name)
+            if (claim.last_pod_event_at, claim.had_pods) != (node.last_pod_event_at, had_pods):
+                self.ports.claims.compare_and_put(
+                    replace(claim, last_pod_event_at=node.last_pod_event_at, had_pods=had_pods)
+                )
 
     # -- acting ---------------------------------------------------------------------------------------------
     def _with_started(self, inp: DisruptionInput) -> DisruptionInput:

@@ -4,12 +4,16 @@ store, the executions, the Events and the metrics."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from longshore.adapters.memory import MemoryLease
 from longshore.core import labels as wk
 from longshore.core import telemetry
 from longshore.core.disruption.drift import nodepool_hash
 from longshore.core.model import Budget
+from longshore.services.disruption import LEASE_NAME, LEASE_TTL_S, run_invocation
 from tests.builders import req
 from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
 from tests.workflow.fakes import START
@@ -249,3 +253,22 @@ def test_termination_grace_period_becomes_the_command_deadline() -> None:
 
     (execution,) = w.workflows.disruptions()
     assert execution.input["deadlineEpoch"] == START + 600 and execution.input["reason"] == "empty"
+
+
+def test_two_invocations_never_decide_at_once() -> None:
+    # Issue #12: the planner takes a lease like the provisioner. An invocation that finds it held stops
+    # without a pass; the holder releases it at its end, so the next invocation need not wait out the TTL.
+    w = PlannerWorld(cluster_config(a_pool(policy="WhenEmpty", after=0)))
+    lease = MemoryLease()
+    w.service.ports = replace(w.service.ports, lease=lease)
+    w.add_node("idle")
+    assert lease.acquire(LEASE_NAME, "other-invocation", w.clock.now(), LEASE_TTL_S)
+
+    held = run_invocation(w.service, remaining_s=lambda: 60.0, wait=w.clock.advance, owner="this-one")
+    assert (held.passes, held.stopped) == (0, "lease-held")
+    assert w.cluster.taints("idle") == []
+
+    lease.release(LEASE_NAME, "other-invocation")
+    ran = run_invocation(w.service, remaining_s=lambda: 60.0, wait=w.clock.advance, owner="this-one")
+    assert ran.passes >= 1 and ran.started
+    assert lease.acquire(LEASE_NAME, "a-third", w.clock.now(), LEASE_TTL_S)  # released at the end

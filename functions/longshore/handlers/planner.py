@@ -20,5 +20,6 @@ from longshore.wiring.planner import CONTAINER, process
 @entry_point
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point: `longshore.handlers.planner.handler`."""
-    report = process(CONTAINER.get(), lambda: context.get_remaining_time_in_millis() / 1000.0, time.sleep)
+    remaining = lambda: context.get_remaining_time_in_millis() / 1000.0  # noqa: E731
+    report = process(CONTAINER.get(), remaining, time.sleep, owner=context.aws_request_id)
     return report.to_dict()

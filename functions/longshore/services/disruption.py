@@ -73,7 +73,7 @@ from longshore.ports.clock import Clock
 from longshore.ports.cloud import Launcher
 from longshore.ports.kube import Cluster, KubeEvent, Manifest, ObjectRef
 from longshore.ports.metrics import MetricsSink
-from longshore.ports.store import ClaimStore, OfferingAvailability
+from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow, StartResult
 from longshore.services import snapshot as snap
 from longshore.services.launch_requests import launch_request
@@ -81,6 +81,10 @@ from longshore.services.launch_requests import launch_request
 NODEPOOL_HASH_ANNOTATION: Final = "karpenter.sh/nodepool-hash"
 NODECLASS_HASH_ANNOTATION: Final = "karpenter.k8s.aws/ec2nodeclass-hash"
 PASS_INTERVAL_S: Final = 10.0
+LEASE_NAME: Final = "planner"
+LEASE_TTL_S: Final = (
+    120.0  # renewed every pass; a holder that died blocks the next invocation this long at most
+)
 EVENT_REPEAT_S: Final = 30 * 60.0
 REPLACEMENT_TIMEOUT_S: Final = 20 * 60.0  # the workflow's own bound on waiting for a replacement
 STARTED_TTL_S: Final = REPLACEMENT_TIMEOUT_S + 5 * 60.0  # a start not visible as a taint by then has failed
@@ -488,6 +492,7 @@ class PlannerPorts:
     clock: Clock
     metrics: MetricsSink
     images: ImageResolver | None = None
+    lease: Lease | None = None  # with an owner in `run_invocation`: one invocation decides at a time
 
 
 def event_reason_for(passed_over: str) -> str | None:
@@ -835,7 +840,7 @@ class InvocationReport:
     passes: int
     started: tuple[str, ...]
     pending: tuple[str, ...]
-    stopped: str = "deadline"  # "quiet": nothing due soon, the schedule or a trigger starts the next pass
+    stopped: str = "deadline"  # "quiet": nothing due soon; "lease-held": another invocation is deciding
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -873,33 +878,44 @@ def run_invocation(
     margin_s: float = 15.0,
     interval_s: float = PASS_INTERVAL_S,
     on_pass: Callable[[PassReport], None] | None = None,
+    owner: str = "",
 ) -> InvocationReport:
     """Pass, then pass again when `next_pass_at` asks and the wait ends `margin_s` before the deadline.
 
     The invocation stops as soon as a pass leaves nothing that time alone could change ("quiet"), so a quiet
     cluster costs one pass a minute, not a minute of Lambda time. A consolidation awaiting re-validation or
-    an emptiness wait keeps the invocation (and the pending decision, in memory) alive.
+    an emptiness wait keeps the invocation (and the pending decision, in memory) alive. With a lease port
+    and an `owner`, every pass first takes or renews the `planner` lease; while another invocation holds it
+    this one stops ("lease-held") without deciding anything, and the lease is released at the end.
     """
     clock = service.ports.clock
+    lease = service.ports.lease if owner else None
     passes, longest = 0, 0.0
     started: list[str] = []
     last: PassReport | None = None
     stopped = "deadline"
-    while True:  # at least one pass, then as many as are due and fit
-        began = clock.now()
-        last = service.run_pass()
-        longest = max(longest, clock.now() - began)
-        passes += 1
-        started.extend(r.execution_name for a in last.acted for r in a.executions if r.started)
-        if on_pass is not None:
-            on_pass(last)
-        due = next_pass_at(service, last, interval_s)
-        if due is None:
-            stopped = "quiet"
-            break
-        pause = max(due - clock.now(), 0.0)
-        if remaining_s() <= margin_s + longest + pause:
-            break
-        wait(pause)
+    try:
+        while True:  # at least one pass, then as many as are due and fit
+            if lease is not None and not lease.acquire(LEASE_NAME, owner, clock.now(), LEASE_TTL_S):
+                stopped = "lease-held"
+                break
+            began = clock.now()
+            last = service.run_pass()
+            longest = max(longest, clock.now() - began)
+            passes += 1
+            started.extend(r.execution_name for a in last.acted for r in a.executions if r.started)
+            if on_pass is not None:
+                on_pass(last)
+            due = next_pass_at(service, last, interval_s)
+            if due is None:
+                stopped = "quiet"
+                break
+            pause = max(due - clock.now(), 0.0)
+            if remaining_s() <= margin_s + longest + pause:
+                break
+            wait(pause)
+    finally:
+        if lease is not None:
+            lease.release(LEASE_NAME, owner)
     pending = last.pending.node_names if last is not None and last.pending is not None else ()
     return InvocationReport(passes, tuple(started), pending, stopped)

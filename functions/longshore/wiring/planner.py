@@ -65,20 +65,29 @@ def build_planner(wiring: Runtime) -> DisruptionService:
         clock=clock,
         metrics=PowertoolsMetricsSink(metrics()),
         images=ResolvedImages(lambda: AmiResolver(ssm, ec2), config.kubernetes_version, clock.now),
+        lease=wiring.lease,
     )
     return DisruptionService(config, wiring.catalog_loader(), ports, logger)
 
 
 def process(
-    service: DisruptionService, remaining_s: Callable[[], float], wait: Callable[[float], None]
+    service: DisruptionService,
+    remaining_s: Callable[[], float],
+    wait: Callable[[float], None],
+    owner: str = "",
 ) -> InvocationReport:
-    """The invocation's loop, without the Lambda wiring."""
+    """The invocation's loop, without the Lambda wiring; `owner` (the request id) holds the planner lease."""
 
     def log_pass(report: PassReport) -> None:
         logger.info("planner pass", extra=report.to_dict())
 
     return run_invocation(
-        service, remaining_s=remaining_s, wait=wait, margin_s=DEADLINE_MARGIN_S, on_pass=log_pass
+        service,
+        remaining_s=remaining_s,
+        wait=wait,
+        margin_s=DEADLINE_MARGIN_S,
+        on_pass=log_pass,
+        owner=owner,
     )
 
 

@@ -27,6 +27,6 @@ class KarpenterObjects(Protocol):
         """Create the object, or replace its labels, annotations, finalizers and spec, then its status."""
         ...
 
-    def release(self, kind: Kind, name: str) -> None:
+    def release_object(self, kind: Kind, name: str) -> None:
         """Remove the object's finalizers and delete it; an object that is gone is ignored."""
         ...

@@ -136,7 +136,7 @@ class KarpenterObjectSync:
         for name, obj in existing.items():
             managed = ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY) == "longshore"
             if managed and name not in live:
-                self._objects.release(kind, name)
+                self._objects.release_object(kind, name)
                 released.append(name)
         return ClaimSync(tuple(written), tuple(released), tuple(deleting))
 

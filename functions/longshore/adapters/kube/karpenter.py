@@ -48,7 +48,9 @@ PERMISSIONS: Final[dict[str, frozenset[tuple[str, str, str]]]] = {
             ("karpenter.sh", "nodeclaims/status", "patch"),
         }
     ),
-    "release": frozenset({("karpenter.sh", "nodeclaims", "patch"), ("karpenter.sh", "nodeclaims", "delete")}),
+    "release_object": frozenset(
+        {("karpenter.sh", "nodeclaims", "patch"), ("karpenter.sh", "nodeclaims", "delete")}
+    ),
 }
 MERGE_PATCH: Final = "application/merge-patch+json"
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
@@ -137,7 +139,7 @@ class KubeKarpenterObjects:
         if "status" in obj:
             self.write_status(kind, name, obj["status"])
 
-    def release(self, kind: Kind, name: str) -> None:
+    def release_object(self, kind: Kind, name: str) -> None:
         group, version, plural = ROUTES[kind]
         self._patch(kind, name, {"metadata": {"finalizers": None}}, status=False)
         try:

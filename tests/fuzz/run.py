@@ -7,7 +7,8 @@ only, seeded), runs the target on each, and counts: inputs, crashes (any excepti
 document, or a broken invariant), hangs (an input taking longer than `--hang-seconds`; a SIGALRM at three
 times that stops a runaway input), and the process's peak resident memory (`ru_maxrss`, which includes the
 interpreter and imports). The first crash of each kind is printed with its input (cut) and traceback, so
-it can become a regression test. The exit status is 1 when any target crashed, hung or passed `--max-mb`.
+it can become a regression test; every input slower than the bound is written whole to
+`reports/fuzz/<target>-slow-<n>.txt`. The exit status is 1 when any target crashed, hung or passed `--max-mb`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ def _child(name: str, examples: int, seed: int, hang_seconds: float, out: Path) 
         if elapsed > hang_seconds:
             stats["hangs"] += 1
             stats["samples"].setdefault("hang", repr(value)[:300])
+            slow = ROOT / "reports" / "fuzz" / f"{name}-slow-{stats['hangs']}.txt"
+            slow.parent.mkdir(parents=True, exist_ok=True)
+            slow.write_text(f"{elapsed:.2f} s\n{value!r}\n")  # the whole input, to replay
 
     started = time.perf_counter()
     drive()

@@ -127,18 +127,19 @@ def _get(tree: Any, path: tuple[Any, ...]) -> Any:
 @st.composite
 def mutated_tree(draw: st.DrawFn, seed: Any, max_mutations: int = 3) -> Any:
     """`seed` (deep-copied) with one to `max_mutations` structural mutations."""
-    tree = copy.deepcopy(seed)
+    tree = copy.deepcopy(seed)  # values drawn below are deep-copied too: a later mutation must not alter a
+    # constant of the strategy (Hypothesis replays draws and requires the same data each time)
     for _ in range(draw(st.integers(1, max_mutations))):
         places = _places(tree)
         path = draw(st.sampled_from(places))
         operation = draw(st.sampled_from(["replace", "replace", "delete", "insert", "duplicate", "wrap"]))
         if not path:
             if operation == "replace":
-                tree = draw(values)
+                tree = copy.deepcopy(draw(values))
             continue
         parent, last = _get(tree, path[:-1]), path[-1]
         if operation == "replace":
-            parent[last] = draw(values)
+            parent[last] = copy.deepcopy(draw(values))
         elif operation == "delete":
             del parent[last]
         elif operation == "insert" and isinstance(parent, dict):
@@ -146,7 +147,7 @@ def mutated_tree(draw: st.DrawFn, seed: Any, max_mutations: int = 3) -> Any:
                 values
             )
         elif operation == "insert" and isinstance(parent, list):
-            parent.insert(draw(st.integers(0, len(parent))), draw(values))
+            parent.insert(draw(st.integers(0, len(parent))), copy.deepcopy(draw(values)))
         elif operation == "duplicate" and isinstance(parent, list):
             parent.append(copy.deepcopy(parent[last]))
         elif operation == "wrap":

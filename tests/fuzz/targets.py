@@ -10,6 +10,7 @@ EventBridge events in `tests/events/`, and rotation and disruption workflow inpu
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import tempfile
@@ -212,7 +213,7 @@ def run_workflow(event: Any) -> None:
     if not isinstance(event, dict):
         return  # the Lambda runtime always hands the handler a JSON object
     try:
-        process_step(event, world.ports, _Sink())
+        process_step(copy.deepcopy(event), world.ports, _Sink())  # the strategy's values stay as drawn
     except StepError as error:
         assert str(error)
 

@@ -42,10 +42,10 @@ events) lives in memory: the Lambda loops passes every 10 s for most of its time
 usually validates within one invocation. What a cold container must not forget is durable. The
 `consolidateAfter` clock: each pass writes a node's last pod event time, and whether it had pods, to its claim
 when they moved (compare-and-put), and a tracker that has not seen a node starts from there (pods the claim
-says were there and are gone left "now"). Surges under way: a replacement
-claim records the nodes it `replaces`, so for `STARTED_TTL_S` after its launch every pass treats those nodes
-as disrupting and the claim's node as nominated, whichever container runs it (otherwise a cold pass would
-decide the same node again, count the replacement as free room and drain before it is up). A staged
+says were there and are gone left "now"). Surges under way: a replacement claim records the nodes it
+`replaces`, so for `STARTED_TTL_S` after its launch every pass treats those nodes as disrupting and the
+claim's node as nominated, whichever container runs it (otherwise a cold pass would decide the same node
+again, count the replacement as free room and drain before it is up). A staged
 multi-replacement decision lost with its container is not restarted; its nodes are left alone until the
 claims age out, and consolidation removes the unused replacements.
 """
@@ -82,9 +82,8 @@ NODEPOOL_HASH_ANNOTATION: Final = "karpenter.sh/nodepool-hash"
 NODECLASS_HASH_ANNOTATION: Final = "karpenter.k8s.aws/ec2nodeclass-hash"
 PASS_INTERVAL_S: Final = 10.0
 LEASE_NAME: Final = "planner"
-LEASE_TTL_S: Final = (
-    120.0  # renewed every pass; a holder that died blocks the next invocation this long at most
-)
+# Renewed every pass; a holder that died blocks the next invocation this long at most.
+LEASE_TTL_S: Final = 120.0
 EVENT_REPEAT_S: Final = 30 * 60.0
 REPLACEMENT_TIMEOUT_S: Final = 20 * 60.0  # the workflow's own bound on waiting for a replacement
 STARTED_TTL_S: Final = REPLACEMENT_TIMEOUT_S + 5 * 60.0  # a start not visible as a taint by then has failed

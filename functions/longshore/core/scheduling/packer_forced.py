@@ -6,7 +6,7 @@ import math
 import operator
 
 from longshore.core.scheduling.packer_bins import alone_cost, best_table, holding
-from longshore.core.scheduling.packer_greedy import skew_order
+from longshore.core.scheduling.packer_greedy import balance_shape, skew_order
 from longshore.core.scheduling.packer_model import (
     CPU,
     MEMORY,
@@ -73,10 +73,39 @@ def forced_nodes(packer: PackerState, seed: int, active: list[int], needed: int)
         return []
     rounds = min(needed, -(-packer.remaining[seed] // per_node))
     seed_load = tuple(d * per_node for d in item.demand)
-    seed_groups = {group for group, _ in item.groups}
     options = list(holding(packer, packer.group_of[seed], seed_load))
     if not options:
         return []
+    fillers_of = _fillers(packer, seed, active, options)
+    seed_value = per_node * packer.values[seed]
+    budget_of: dict[int, float] = {}  # per node: a fair share of the fillers over the nodes still needed
+    for groups, fillers in fillers_of.items():
+        budget_of[groups] = sum(packer.remaining[k] * packer.values[k] for k in fillers) / needed
+    _bound(packer, options, seed_value, budget_of)
+    left = list(packer.remaining)
+    ranked: dict[int, tuple[list[int], list[int]]] = {}
+    cand = _round_bin(packer, seed, per_node, options, fillers_of, budget_of, left, ranked)
+    if cand is None:
+        return []
+    while rounds > 1 and not packer.within_limits(cand.type_index, rounds):
+        rounds -= 1
+    order = _fill_order(packer, cand, fillers_of[cand.groups], ranked)
+    patterns: dict[tuple[tuple[int, int], ...], int] = {}
+    for _ in range(rounds):
+        take = min(per_node, left[seed])
+        if take <= 0:
+            break
+        contents = _top_up_node(packer, cand, seed, take, order, left, budget_of[cand.groups])
+        key = tuple(sorted(contents.items()))
+        patterns[key] = patterns.get(key, 0) + 1
+    return [PackedNode(cand.offer, contents, count) for contents, count in patterns.items()]
+
+
+def _fillers(
+    packer: PackerState, seed: int, active: list[int], options: list[Candidate]
+) -> dict[int, list[int]]:
+    """Per set of groups a bin serves, the items that may top up a forced node of the seed."""
+    seed_groups = {group for group, _ in packer.items[seed].groups}
     fillers_of: dict[int, list[int]] = {}
     for cand in options:
         if cand.groups not in fillers_of:
@@ -90,10 +119,14 @@ def forced_nodes(packer: PackerState, seed: int, active: list[int], needed: int)
                 and not packer.conflicted_by[k]
                 and not seed_groups.intersection(group for group, _ in packer.items[k].groups)
             ]
-    seed_value = per_node * packer.values[seed]
-    budget_of: dict[int, float] = {}  # per node: a fair share of the fillers over the nodes still needed
-    for groups, fillers in fillers_of.items():
-        budget_of[groups] = sum(packer.remaining[k] * packer.values[k] for k in fillers) / needed
+    return fillers_of
+
+
+def _bound(
+    packer: PackerState, options: list[Candidate], seed_value: float, budget_of: dict[int, float]
+) -> None:
+    """Bound each bin's value per price (its room's LP value, at most the seed and its fair share of
+    fillers), and sort the bins by decreasing bound (ties: cheaper)."""
     version = packer.price_version
     best_of: dict[int, list[float]] = {}
     for cand in options:
@@ -109,8 +142,20 @@ def forced_nodes(packer: PackerState, seed: int, active: list[int], needed: int)
             (capacity if capacity < available else available) / cand.price if cand.price > 0 else math.inf
         )
     options.sort(key=lambda c: (-c.bound, c.price))
-    left = list(packer.remaining)
-    ranked: dict[int, tuple[list[int], list[int]]] = {}
+
+
+def _round_bin(
+    packer: PackerState,
+    seed: int,
+    per_node: int,
+    options: list[Candidate],
+    fillers_of: dict[int, list[int]],
+    budget_of: dict[int, float],
+    left: list[int],
+    ranked: dict[int, tuple[list[int], list[int]]],
+) -> Candidate | None:
+    """The bin of a round, by trial top-ups (value per price; within the slack of the best, the cheapest);
+    None when every bin that holds the seed would breach a limit."""
     trials: list[tuple[float, float, Candidate]] = []
     tried = 0
     top = 0.0  # the best trial score so far
@@ -134,23 +179,11 @@ def forced_nodes(packer: PackerState, seed: int, active: list[int], needed: int)
         top = max(top, trials[-1][0])
     if not trials:  # every bin that holds the seed would breach a limit
         packer.limit_blocked.add(seed)
-        return []
+        return None
     packer.limit_blocked.discard(seed)
     # nearly as efficient and cheaper wins: fillers left over pack as well elsewhere
     good = max(t[0] for t in trials) * (1 - TUNING.forced_slack)
-    cand = min((t for t in trials if t[0] >= good), key=lambda t: (t[2].price, -t[1]))[2]
-    while rounds > 1 and not packer.within_limits(cand.type_index, rounds):
-        rounds -= 1
-    order = _fill_order(packer, cand, fillers_of[cand.groups], ranked)
-    patterns: dict[tuple[tuple[int, int], ...], int] = {}
-    for _ in range(rounds):
-        take = min(per_node, left[seed])
-        if take <= 0:
-            break
-        contents = _top_up_node(packer, cand, seed, take, order, left, budget_of[cand.groups])
-        key = tuple(sorted(contents.items()))
-        patterns[key] = patterns.get(key, 0) + 1
-    return [PackedNode(cand.offer, contents, count) for contents, count in patterns.items()]
+    return min((t for t in trials if t[0] >= good), key=lambda t: (t[2].price, -t[1]))[2]
 
 
 def _fill_order(
@@ -215,25 +248,7 @@ def _top_up_node(
     by_skew, skew, by_value, smallest = order
     if not by_skew:
         return taken
-    inv = [1.0 / r if r > 0 else 0.0 for r in room]
-    low, high = 0, len(by_skew) - 1
-    for _ in range(2 * len(by_skew) + 4):
-        imbalance = residual[MEMORY] * inv[MEMORY] - residual[CPU] * inv[CPU]
-        if abs(imbalance) < 1e-6:
-            break
-        if imbalance > 0:
-            while high >= 0 and (skew[by_skew[high]] <= 0 or take_limit(by_skew[high]) <= 0):
-                high -= 1
-            if high < 0:
-                break
-            k = by_skew[high]
-        else:
-            while low < len(by_skew) and (skew[by_skew[low]] >= 0 or take_limit(by_skew[low]) <= 0):
-                low += 1
-            if low >= len(by_skew):
-                break
-            k = by_skew[low]
-        add(k, max(1, min(take_limit(k), math.ceil(imbalance / skew[k]))))
+    balance_shape(room, residual, by_skew, skew, take_limit, add)
     if spent[0] >= budget or not all(map(operator.ge, residual, smallest)):
         return taken
     free_cpu, free_memory = residual[CPU], residual[MEMORY]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from longshore.core.scheduling.packer_bins import holding, type_capacity_value
 from longshore.core.scheduling.packer_model import (
@@ -41,27 +41,10 @@ def pick_seed(packer: PackerState, active: list[int], needed: int) -> int:
 
 
 def best_node(packer: PackerState, seed: int, active: list[int], needed: int) -> list[PackedNode]:
-    seed_demand = packer.items[seed].demand
     shares = _shares(packer, active, needed, seed)
-    available: dict[int, float] = {}
-    options: list[Candidate] = []
-    for cand in holding(packer, packer.group_of[seed], seed_demand):
-        if not packer.within_limits(cand.type_index, 1):
-            packer.limit_blocked.add(seed)
-            continue
-        if cand.groups not in available:
-            available[cand.groups] = sum(
-                min(packer.remaining[k], shares[k]) * packer.values[k]
-                for k in active
-                if cand.groups >> packer.group_of[k] & 1
-            )
-        capacity_value = type_capacity_value(packer, cand.type_index, cand.groups)
-        cand.bound = min(capacity_value, available[cand.groups]) / cand.price if cand.price > 0 else math.inf
-        options.append(cand)
+    options = _bounded_options(packer, seed, active, shares)
     if not options:
         return []
-    packer.limit_blocked.discard(seed)
-    options.sort(key=lambda c: (-c.bound, c.price))
     by_value = sorted(active, key=lambda j: -packer.values[j])
     budget = max(TUNING.min_evaluations, TUNING.item_visits // max(1, len(active)))
     best: tuple[float, float, Candidate, dict[int, int]] | None = None
@@ -97,6 +80,38 @@ def best_node(packer: PackerState, seed: int, active: list[int], needed: int) ->
                 consider(cand, fill)
     _, _, cand, fill = best
     fill = _swap_up(packer, cand, fill, active, shares)
+    return _replicate(packer, cand, fill, seed, needed)
+
+
+def _bounded_options(packer: PackerState, seed: int, active: list[int], shares: list[int]) -> list[Candidate]:
+    """The bins that hold the seed within the limits, by decreasing efficiency bound (ties: cheaper)."""
+    seed_demand = packer.items[seed].demand
+    available: dict[int, float] = {}
+    options: list[Candidate] = []
+    for cand in holding(packer, packer.group_of[seed], seed_demand):
+        if not packer.within_limits(cand.type_index, 1):
+            packer.limit_blocked.add(seed)
+            continue
+        if cand.groups not in available:
+            available[cand.groups] = sum(
+                min(packer.remaining[k], shares[k]) * packer.values[k]
+                for k in active
+                if cand.groups >> packer.group_of[k] & 1
+            )
+        capacity_value = type_capacity_value(packer, cand.type_index, cand.groups)
+        cand.bound = min(capacity_value, available[cand.groups]) / cand.price if cand.price > 0 else math.inf
+        options.append(cand)
+    if not options:
+        return []
+    packer.limit_blocked.discard(seed)
+    options.sort(key=lambda c: (-c.bound, c.price))
+    return options
+
+
+def _replicate(
+    packer: PackerState, cand: Candidate, fill: dict[int, int], seed: int, needed: int
+) -> list[PackedNode]:
+    """The chosen fill as many times as the remaining counts (and the limits) allow, as patterns."""
     full = min(packer.remaining[k] // count for k, count in fill.items())
     if any(packer.items[k].together for k in fill):
         return [PackedNode(cand.offer, tuple(sorted(fill.items())), 1)]
@@ -253,13 +268,33 @@ def _fill_node(
         add(seed, seed_take)
     else:
         add(seed, 1)
+    _fill_around_seed(packer, cand, seed, active, by_value, greedy_seed, residual, blocked, take_limit, add)
+    return taken
+
+
+def _fill_around_seed(
+    packer: PackerState,
+    cand: Candidate,
+    seed: int,
+    active: list[int],
+    by_value: list[int],
+    greedy_seed: bool,
+    residual: list[int],
+    blocked: set[int],
+    take_limit: Callable[[int], int],
+    add: Callable[[int, int], None],
+) -> None:
+    """The rest of `_fill_node` once the seed is in: a slice and balancing from the seed's own group, then
+    a top-up by value from every group the bin serves."""
+    items = packer.items
+    room = packer.types[cand.type_index].room
     eligible = [
         k
         for k in active
         if cand.groups >> packer.group_of[k] & 1 and k not in blocked and not items[k].together
     ]
     if not eligible:
-        return taken
+        return
     # the slice and the balancing take only the seed's own group (its pods can go nowhere cheaper);
     # pods other groups accept only top up what room is left, by value
     everyone = eligible
@@ -267,29 +302,9 @@ def _fill_node(
     eligible = [k for k in eligible if packer.group_of[k] == own] or eligible
     if not greedy_seed:
         _slice_fill(packer, eligible, residual, take_limit, add)
-    inv = [1.0 / r if r > 0 else 0.0 for r in room]
     order, skew = skew_order(packer, cand.type_index)
     chosen = set(eligible)
-    by_skew = [k for k in order if k in chosen]
-    low, high = 0, len(by_skew) - 1
-    for _ in range(2 * len(by_skew) + 4):
-        imbalance = residual[MEMORY] * inv[MEMORY] - residual[CPU] * inv[CPU]
-        if abs(imbalance) < 1e-6:
-            break
-        if imbalance > 0:  # memory to spare: the most memory-heavy item that still fits
-            while high >= 0 and (skew[by_skew[high]] <= 0 or take_limit(by_skew[high]) <= 0):
-                high -= 1
-            if high < 0:
-                break
-            k = by_skew[high]
-        else:  # cpu to spare: the most cpu-heavy item that still fits
-            while low < len(by_skew) and (skew[by_skew[low]] >= 0 or take_limit(by_skew[low]) <= 0):
-                low += 1
-            if low >= len(by_skew):
-                break
-            k = by_skew[low]
-        limit = take_limit(k)
-        add(k, max(1, min(limit, math.ceil(imbalance / skew[k]))))
+    balance_shape(room, residual, [k for k in order if k in chosen], skew, take_limit, add)
     allowed = set(everyone)
     for k in by_value:
         if k not in allowed:
@@ -297,7 +312,6 @@ def _fill_node(
         limit = take_limit(k)
         if limit > 0:
             add(k, limit)
-    return taken
 
 
 def _slice_fill(
@@ -358,3 +372,36 @@ def _slice_fill(
                 count = min(want, take_limit(k))
                 if count > 0:
                     add(k, count)
+
+
+def balance_shape(
+    room: Sequence[int],
+    residual: list[int],
+    by_skew: list[int],
+    skew: dict[int, float],
+    take_limit: Callable[[int], int],
+    add: Callable[[int, int], None],
+) -> None:
+    """Steer the node's residual room back towards its own cpu:memory shape: while memory is to spare, add
+    the most memory-heavy item that still fits, while cpu is, the most cpu-heavy (`by_skew` is sorted by
+    `skew`, cpu-heavy first)."""
+    inv = [1.0 / r if r > 0 else 0.0 for r in room]
+    low, high = 0, len(by_skew) - 1
+    for _ in range(2 * len(by_skew) + 4):
+        imbalance = residual[MEMORY] * inv[MEMORY] - residual[CPU] * inv[CPU]
+        if abs(imbalance) < 1e-6:
+            break
+        if imbalance > 0:  # memory to spare: the most memory-heavy item that still fits
+            while high >= 0 and (skew[by_skew[high]] <= 0 or take_limit(by_skew[high]) <= 0):
+                high -= 1
+            if high < 0:
+                break
+            k = by_skew[high]
+        else:  # cpu to spare: the most cpu-heavy item that still fits
+            while low < len(by_skew) and (skew[by_skew[low]] >= 0 or take_limit(by_skew[low]) <= 0):
+                low += 1
+            if low >= len(by_skew):
+                break
+            k = by_skew[low]
+        limit = take_limit(k)
+        add(k, max(1, min(limit, math.ceil(imbalance / skew[k]))))

@@ -7,7 +7,7 @@ from longshore.core.pods import PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
 from longshore.core.requirements import Requirements
 from longshore.core.resources import Resources
-from longshore.core.scheduling.packer import BinType, Item, Offer, pack
+from longshore.core.scheduling.packer import BinType, Item, Offer, PackResult, pack
 from longshore.core.scheduling.solver_claims import (
     add_claim,
     fallback_offerings,
@@ -58,10 +58,22 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
                 dims.append(name)
     solver.dims = dims
     options = template.options
+    narrow = min_values_narrow(solver, template)
+    offers, offer_option = _pool_offers(solver, options)
+    limit_names, limit_room, rooms, types = _pool_bins(solver, template, dims, narrow)
+    items = _pool_items(solver, template, units, dims, offers, offer_option)
+    items = _hostname_constraints(solver, units, items)
+    result = pack(items, types, offers, limit_room)
+    _take_result(solver, template, units, items, offers, rooms, types, limit_names, result)
+
+
+def _pool_offers(
+    solver: SolverState, options: tuple[TypeOption, ...]
+) -> tuple[list[Offer], list[TypeOption]]:
+    """Every offering of the pool's types as a packer offer, with its type (and the offers of each type)."""
     offers: list[Offer] = []
     offer_option: list[TypeOption] = []
     solver.offers_of = []
-    narrow = min_values_narrow(solver, template)
     for type_index, option in enumerate(options):
         own = []
         for offering in option.offerings:
@@ -69,6 +81,14 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
             offers.append(Offer(type_index, offering.zone, offering.capacity_type, offering.price))
             offer_option.append(option)
         solver.offers_of.append(own)
+    return offers, offer_option
+
+
+def _pool_bins(
+    solver: SolverState, template: NodeTemplate, dims: list[str], narrow: set[int]
+) -> tuple[list[str], list[int] | None, list[tuple[int, ...]], list[BinType]]:
+    """The pool's limit names and the room left under them, each type's room and its packer bin type."""
+    options = template.options
     limit_names = [name for name, _ in template.pool.limits.items]
     usage = solver.inp.usage_of(template.name)
     limit_room = [template.pool.limits.get(n) - usage.get(n) for n in limit_names] if limit_names else None
@@ -81,6 +101,19 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
         )
         for index, option in enumerate(options)
     ]
+    return limit_names, limit_room, rooms, types
+
+
+def _pool_items(
+    solver: SolverState,
+    template: NodeTemplate,
+    units: list[Unit],
+    dims: list[str],
+    offers: list[Offer],
+    offer_option: list[TypeOption],
+) -> list[Item]:
+    """One packer item per unit: its count, requests and the bitmask of the offers it accepts."""
+    options = template.options
     mask_cache: dict[Requirements, int] = {}
     merged_of: dict[Requirements, Requirements] = {}
     items: list[Item] = []
@@ -111,8 +144,22 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
                 ):
                     mask &= ~(1 << index)
         items.append(Item(len(unit.pods), tuple(unit.cls.requests.get(d) for d in dims), mask))
-    items = _hostname_constraints(solver, units, items)
-    result = pack(items, types, offers, limit_room)
+    return items
+
+
+def _take_result(
+    solver: SolverState,
+    template: NodeTemplate,
+    units: list[Unit],
+    items: list[Item],
+    offers: list[Offer],
+    rooms: list[tuple[int, ...]],
+    types: list[BinType],
+    limit_names: list[str],
+    result: PackResult,
+) -> None:
+    """Turn the packed nodes into claims, and give each unit left over the pool's reason."""
+    options = template.options
     solver.offer_order = sorted(range(len(offers)), key=lambda i: (offers[i].price, i))
     solver.type_order_cache = {}
     solver.fallback_cache = {}
@@ -152,31 +199,7 @@ def _hostname_constraints(solver: SolverState, units: list[Unit], items: list[It
     for k, unit in enumerate(units):
         owner = unit.cls.example
         variant = unit.variant
-        for term in variant.anti_affinity:
-            if term.topology_key != HOSTNAME:
-                continue
-            memo = anti_memo.get((term, owner.namespace))
-            if memo is None:  # classes share terms: each distinct term is matched against all once
-                memo = (
-                    {
-                        j
-                        for j, other in enumerate(units)
-                        if selects(owner, term, other.cls.labels, other.cls.example.namespace)
-                    },
-                    {j for j, other in enumerate(units) if term in other.variant.anti_affinity},
-                )
-                anti_memo[(term, owner.namespace)] = memo
-            matched, holders = memo
-            if matched and matched == holders:
-                gid = group_ids.setdefault(("anti", term, owner.namespace), len(group_ids))
-                if (gid, 1) not in groups[k]:
-                    groups[k].append((gid, 1))
-                continue
-            if k in matched:
-                caps[k] = 1
-            for j in matched - {k}:
-                conflicts[k].add(j)
-                conflicts[j].add(k)
+        _hostname_anti(units, k, anti_memo, group_ids, caps, groups, conflicts)
         for spread in variant.spreads:
             if spread.topology_key != HOSTNAME:
                 continue
@@ -214,6 +237,46 @@ def _hostname_constraints(solver: SolverState, units: list[Unit], items: list[It
         )
         for k, item in enumerate(items)
     ]
+
+
+def _hostname_anti(
+    units: list[Unit],
+    k: int,
+    anti_memo: dict[tuple[PodAffinityTerm, str], tuple[set[int], set[int]]],
+    group_ids: dict[tuple[object, ...], int],
+    caps: list[int],
+    groups: list[list[tuple[int, int]]],
+    conflicts: list[set[int]],
+) -> None:
+    """Unit k's hostname anti-affinity: a shared cap of one pod per node when the units a term selects are
+    exactly those holding it, otherwise a cap of one when it selects itself and conflicts with the others."""
+    owner = units[k].cls.example
+    variant = units[k].variant
+    for term in variant.anti_affinity:
+        if term.topology_key != HOSTNAME:
+            continue
+        memo = anti_memo.get((term, owner.namespace))
+        if memo is None:  # classes share terms: each distinct term is matched against all once
+            memo = (
+                {
+                    j
+                    for j, other in enumerate(units)
+                    if selects(owner, term, other.cls.labels, other.cls.example.namespace)
+                },
+                {j for j, other in enumerate(units) if term in other.variant.anti_affinity},
+            )
+            anti_memo[(term, owner.namespace)] = memo
+        matched, holders = memo
+        if matched and matched == holders:
+            gid = group_ids.setdefault(("anti", term, owner.namespace), len(group_ids))
+            if (gid, 1) not in groups[k]:
+                groups[k].append((gid, 1))
+            continue
+        if k in matched:
+            caps[k] = 1
+        for j in matched - {k}:
+            conflicts[k].add(j)
+            conflicts[j].add(k)
 
 
 def _leftover_reason(

@@ -37,18 +37,7 @@ def repair_spreads(solver: SolverState, classes: list[PodClass]) -> None:
     repaired = True
     while repaired:
         repaired = False
-        hosts: list[tuple[dict[str, str], list[Pod], int]] = []  # (labels, pods, claim index or -1)
-        for state in (*solver.nodes, *solver.in_flight):
-            running = [p for p in state.pods if p.counts_for_topology()]
-            hosts.append((state.labels, running + [by_key[k] for k in state.placed], -1))
-        for index, claim in enumerate(solver.claims):
-            labels = {
-                **dict(claim.labels),
-                wk.ZONE: claim.zone,
-                wk.CAPACITY_TYPE: claim.capacity_type,
-                HOSTNAME: claim.name,
-            }
-            hosts.append((labels, [by_key[k] for k in claim.pods], index))
+        hosts = _hosts(solver, by_key)
         for cls, spread in checks:
             owner, key = cls.example, spread.topology_key
             counts = {
@@ -83,6 +72,24 @@ def repair_spreads(solver: SolverState, classes: list[PodClass]) -> None:
             if repaired:
                 break
     solver.claims = [claim for claim in solver.claims if claim.pods]
+
+
+def _hosts(solver: SolverState, by_key: dict[str, Pod]) -> list[tuple[dict[str, str], list[Pod], int]]:
+    """Every node and new claim as (labels, the pods counted on it, claim index or -1), as the final
+    state will be."""
+    hosts: list[tuple[dict[str, str], list[Pod], int]] = []  # (labels, pods, claim index or -1)
+    for state in (*solver.nodes, *solver.in_flight):
+        running = [p for p in state.pods if p.counts_for_topology()]
+        hosts.append((state.labels, running + [by_key[k] for k in state.placed], -1))
+    for index, claim in enumerate(solver.claims):
+        labels = {
+            **dict(claim.labels),
+            wk.ZONE: claim.zone,
+            wk.CAPACITY_TYPE: claim.capacity_type,
+            HOSTNAME: claim.name,
+        }
+        hosts.append((labels, [by_key[k] for k in claim.pods], index))
+    return hosts
 
 
 def _take_off(solver: SolverState, index: int, pod: Pod, requests: Resources) -> None:

@@ -5,19 +5,19 @@ vector, a bitmask of the offers they may use, per-node caps, conflicts) and *off
 capacity type, with a price and the room a node of that type leaves for pods after DaemonSets). The output
 is a list of node patterns, each replicated some number of times.
 
-0. *Interchangeable items merge.* Items with the same requests, offers and shared caps (and no per-item cap or
+0. *Interchangeable items merge* (`packer_finish.merge_identical`). Items with the same requests, offers and shared caps (and no per-item cap or
    conflict) are packed as one item and split back afterwards, so pod classes that differ only in labels
    nobody selects cost nothing extra (only when that removes at least a quarter of the items: otherwise the
    merge saves little and only perturbs tie-breaks).
-1. *Compatibility groups.* Items with the same offer mask form a group; for every instance type and every
+1. *Compatibility groups* (`packer_bins`). Items with the same offer mask form a group; for every instance type and every
    set of groups an offer of it serves, only the cheapest such offer matters (the "effective bins" of the
    LP recipe in reference/performance.md §2.2; dominated ones are dropped).
-2. *Values.* Per group, the fluid LP's dual (`duals.ResourcePricer`, warm-started from the previous
+2. *Values* (`packer_bins`). Per group, the fluid LP's dual (`duals.ResourcePricer`, warm-started from the previous
    solve's basis as the demand shrinks) prices cpu, memory and pod slots;
    an item's value is its fluid cost `pi . d`. "Value packed ÷ price" of a node is then its efficiency
    against the LP optimum (1.0 = as good as the bound), which makes nodes of different types, zones and
    capacity types comparable, and makes cost, not node count, the objective.
-3. *Forced nodes first.* Capped items (hostname anti-affinity, hostname spread) fix a number of nodes that
+3. *Forced nodes first* (`packer_forced`). Capped items (hostname anti-affinity, hostname spread) fix a number of nodes that
    must exist. Per capped item, one round opens as many nodes as it needs: each takes the most seed pods its
    cap allows, and its free room is *topped up* with other pods, up to a fair share of them (their value ÷
    the nodes still needed), so every forced node is filled instead of the first ones taking everything and
@@ -28,7 +28,7 @@ is a list of node patterns, each replicated some number of times.
    spot-friendly anti-affine ones: each group's cheapest price per unit of resource, 1.5× or more), their
    nodes are opened first, so the capped pods ride in their spare room; otherwise, with at most 100 forced
    nodes, choosing the forced nodes one by one like ordinary nodes (step 4). The cheaper plan is kept.
-4. *Bin-centric greedy with bulk replication.* Repeatedly pick a seed item (the largest value), evaluate
+4. *Bin-centric greedy with bulk replication* (`packer_greedy`). Repeatedly pick a seed item (the largest value), evaluate
    candidate bins that can hold it in decreasing order of an upper bound on their efficiency (branch and
    bound: stop when the bound cannot beat the best found), fill each candidate and keep the best. A fill
    takes a proportional *slice* of what is left of the seed's own group (items with the same offers), then
@@ -40,12 +40,15 @@ is a list of node patterns, each replicated some number of times.
    pods stay). The winning pattern is replicated as many times as the remaining counts allow, so the work
    grows with patterns × candidates, not with pods. Three slice shares run as a portfolio from the same
    forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins.
-5. *Downsizing and merging.* Each pattern is finally re-priced with the cheapest offer (any type, zone and
+5. *Downsizing and merging* (`packer_finish`). Each pattern is finally re-priced with the cheapest offer (any type, zone and
    capacity type all its items accept) that still holds it (ties keep the larger type: fewer nodes is never
    worse), and the cheapest small nodes are merged when one node costs no more.
 
 Limits (pool `limits`) are checked per replica with each type's limit usage; a candidate that would breach
-them is skipped. Everything is integers except prices and values.
+them is skipped. Everything is integers except prices and values. The numbers the steps are tuned with (slice shares,
+budgets, slacks) are `tuning.PackerTuning`; the working state is `packer_state.PackerState`, which every
+step takes explicitly and `fork` copies for the portfolio. `grow` is the loop: pick a seed, let step 3 or 4
+open its nodes, account for them, re-price.
 """
 
 from __future__ import annotations

@@ -3,32 +3,32 @@
 Theory of operation. `solve(SchedulingInput) -> Plan` runs six phases over *pod classes* (identical pods
 grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
 
-1. *Variants.* Each class gets the strictest relaxation state (`podreqs.ladder`) that some existing node or
+1. *Variants* (`solver_variants`). Each class gets the strictest relaxation state (`podreqs.ladder`) that some existing node or
    some pool could ever host (taints, requirements, a type big enough, topology that can be satisfied).
    A class no state fits is unschedulable with the reason of every pool, e.g. "pool gpu: no instance type
    has 200Gi of memory".
-2. *Domains.* Constraints on a topology key other than the hostname (zone spread, zone (anti-)affinity,
+2. *Domains* (`solver_domains`). Constraints on a topology key other than the hostname (zone spread, zone (anti-)affinity,
    spreads over custom labels such as `capacity-spread`) are decided up front: the class is split into
    *units*, each pinned to one domain value by water-filling the counts of matching pods (existing ones plus
    those already planned in this batch) so the skew stays within `maxSkew` (`minDomains` honoured);
    affinity pins to a domain that already has a matching pod (or one chosen domain when the class selects
    itself); anti-affinity, including the inverse anti-affinity of running pods, excludes domains.
-3. *Existing nodes, then in-flight claims* (initialized first, then by name): free capacity is filled
+3. *Existing nodes, then in-flight claims* (`solver_existing`; initialized first, then by name): free capacity is filled
    arithmetically per unit and node, honouring taints (startup/ephemeral ignored on nodes not yet
    initialized), requirements, host ports, hostname anti-affinity (both directions), hostname spread and
    hostname affinity.
-4. *New claims, pool by pool in weight order.* Units a pool can take become packer items (count, request
+4. *New claims, pool by pool in weight order* (`solver_launch`). Units a pool can take become packer items (count, request
    vector, the bitmask of the pool's offers they accept, per-node caps from hostname anti-affinity, spread and
    host ports, conflicts) and `packer.pack` chooses types, zones and capacity types at least total cost within
    the pool's limits. What a pool cannot take (limits, no fitting type) goes to the next pool.
-5. *Claims.* Each packed node becomes a `ClaimPlan` with its narrowed requirements and every compatible
+5. *Claims* (`solver_claims`). Each packed node becomes a `ClaimPlan` with its narrowed requirements and every compatible
    offering cheapest first (≤ `max_instance_types` types) so a launch can fall back. The cut keeps the
    pool's `minValues`: a type bringing a value still missing is always kept, others only while the slots
    left cover the values still missing. Under the Strict policy a type is not packed into at all when the
    types at least as big (its claims' fallback list) cannot offer `minValues` distinct values; a pod only
    such types could hold is unschedulable with that reason.
 
-6. *Spread repair.* When some pod is unschedulable, a domain spread split in phase 2 may have lost part of
+6. *Spread repair* (`solver_repair`). When some pod is unschedulable, a domain spread split in phase 2 may have lost part of
    one domain's quota (a pool limit, no fitting type) and left the others ahead by more than maxSkew: the
    final per-domain counts are recomputed and offending pods are taken back off their new claims, one at a
    time, with a reason (claims left empty are dropped).
@@ -37,7 +37,9 @@ Existing nodes are checked against the inverse anti-affinity of their own pods t
 so filling 1,000 nodes does not rescan every placed pod per (node, class). Counts of placed pods per domain
 are kept per selector and brought up to date incrementally; pool refusals, type compatibility (without the
 zone and capacity-type keys, which the offerings decide) and offer masks are memoised, so 1,000 pod classes
-cost little more than the packing itself.
+cost little more than the packing itself. The state and these memos live in `solver_state.SolverState`,
+which every phase takes explicitly; `solve` is only the loop over the phases, as the scheduler loop of
+`kubernetes-sigs/karpenter` `pkg/controllers/provisioning/scheduling/scheduler.go` delegates its steps.
 """
 
 from __future__ import annotations

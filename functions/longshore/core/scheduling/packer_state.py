@@ -12,6 +12,12 @@ from longshore.core.scheduling.tuning import TUNING
 
 
 class PackerState:
+    """One packing run's progress (counts left, dead items, limit room, resource prices) and its memos.
+
+    `fork` copies the progress for another member of the portfolio; memos keyed by what they are computed
+    from (duals by demand, tables by prices, skews by type, holding bins by load) stay shared, since equal
+    keys give equal values in every fork, and bins cache their value per `price_version`, unique per fork."""
+
     def __init__(
         self,
         items: Sequence[Item],

@@ -14,10 +14,7 @@ from longshore.core.resources import Resources
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 from longshore.core.scheduling.plan import ClaimPlan, OfferingOption
 from longshore.core.scheduling.podreqs import Variant, node_requirement_terms
-from longshore.core.scheduling.templates import (
-    POD_SLOT,
-    build_templates,
-)
+from longshore.core.scheduling.templates import POD_SLOT, build_templates
 from longshore.core.taints import scheduling_taints, tolerates
 
 HOSTNAME = wk.HOSTNAME
@@ -26,6 +23,8 @@ PACK_DIMS = ("cpu", "memory", "pods")
 
 @dataclass(slots=True)
 class PodClass:
+    """Identical pending pods (one placement signature), oldest first, and the variant they get."""
+
     pods: list[Pod]
     example: Pod
     requests: Resources
@@ -95,6 +94,10 @@ def daemon_matches(daemon: Pod, labels: dict[str, str]) -> bool:
 
 
 class SolverState:
+    """Everything one `solve` call works on: the pools' templates, the node states, the pods placed so far
+    (`placed` only ever grows: `tally` and the anti-affinity indexes rely on it), the plan being built and
+    the memos. One per call, never shared between calls."""
+
     def __init__(self, inp: SchedulingInput) -> None:
         self.inp = inp
         catalog = inp.catalog.without_offerings(inp.unavailable) if inp.unavailable else inp.catalog

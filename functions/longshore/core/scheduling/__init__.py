@@ -1,6 +1,7 @@
 """The packing engine: place pending pods on existing nodes, in-flight claims and new, cheapest claims.
 
-`solve(SchedulingInput) -> Plan`; see `solver` for the phases and `packer` for the cost model.
+`solve(SchedulingInput) -> Plan`; see `solver` for the phases (one `solver_*` module each) and `packer`
+for the cost model (one `packer_*` module per step, tuned by `tuning.PackerTuning`).
 """
 
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput

@@ -1,0 +1,228 @@
+"""Phase 5: each packed node becomes a `ClaimPlan` with its narrowed requirements and fallbacks."""
+
+from __future__ import annotations
+
+import operator
+
+from longshore.core import labels as wk
+from longshore.core.pods import Pod
+from longshore.core.requirements import KeyRequirement, Requirements
+from longshore.core.resources import Resources
+from longshore.core.scheduling.packer import Item, Offer
+from longshore.core.scheduling.plan import ClaimPlan, OfferingOption
+from longshore.core.scheduling.solver_state import HOSTNAME, Placed, SolverState, Unit
+from longshore.core.scheduling.templates import (
+    NodeTemplate,
+    TypeOption,
+)
+
+
+def fallback_offerings(
+    solver: SolverState,
+    template: NodeTemplate,
+    items: list[Item],
+    offers: list[Offer],
+    options: tuple[TypeOption, ...],
+    rooms: list[tuple[int, ...]],
+    offer_index: int,
+    contents: tuple[tuple[int, int], ...],
+) -> tuple[OfferingOption, ...]:
+    """Every offering all the node's pods accept whose type holds them, cheapest first, <= N types (the
+    N keep the pool's `minValues`)."""
+    mask = -1
+    load = [0] * len(rooms[0]) if rooms else []
+    for k, count in contents:
+        mask &= items[k].offers
+        for r, amount in enumerate(items[k].demand):
+            load[r] += amount * count
+    memo_key = (mask, tuple(load), offer_index)
+    known = solver.fallback_cache.get(memo_key)
+    if known is not None:
+        return known
+    order, per_type = _type_order(solver, mask, offers)
+    limit = solver.inp.max_instance_types
+    bounded = not any(item.min_values for item in template.requirements.items)
+    fitting: list[int] = []
+    for type_index in order:
+        if all(map(operator.ge, rooms[type_index], load)):
+            fitting.append(type_index)
+            if bounded and len(fitting) >= limit:
+                break
+    names = [options[t].name for t in fitting]
+    kept = set(_truncate(solver, template, names))
+    rows: list[tuple[float, int, str, str, str, int]] = []
+    for type_index in fitting:
+        name = options[type_index].name
+        if name in kept:
+            for index in per_type[type_index]:
+                offer = offers[index]
+                rows.append(
+                    (
+                        offer.price,
+                        0 if index == offer_index else 1,
+                        name,
+                        offer.zone,
+                        offer.capacity_type,
+                        index,
+                    )
+                )
+    rows.sort()
+    made = solver.offering_options  # one OfferingOption per offer, shared by every claim's list
+    found = tuple(
+        made.get(index) or made.setdefault(index, OfferingOption(name, zone, ct, price))
+        for price, _, name, zone, ct, index in rows
+    )
+    solver.fallback_cache[memo_key] = found
+    return found
+
+
+def _type_order(
+    solver: SolverState, mask: int, offers: list[Offer]
+) -> tuple[list[int], dict[int, list[int]]]:
+    """For an offer mask: type indexes by their cheapest offer in the mask, and each type's offers in it."""
+    found = solver.type_order_cache.get(mask)
+    if found is None:
+        per_type: dict[int, list[int]] = {}
+        bits = format(mask, "b")[::-1].ljust(len(offers), "0")  # bit i without copying the mask
+        for index in solver.offer_order:
+            if bits[index] == "1":
+                per_type.setdefault(offers[index].type_index, []).append(index)
+        found = (list(per_type), per_type)
+        solver.type_order_cache[mask] = found
+    return found
+
+
+def _truncate(solver: SolverState, template: NodeTemplate, names: list[str]) -> list[str]:
+    """At most `max_instance_types` of `names` (cheapest first), keeping `minValues` distinct values per
+    key when the whole list has them: a type that brings a value still missing is always kept, any other
+    only while the slots left cover the values still missing."""
+    limit = solver.inp.max_instance_types
+    if len(names) <= limit:
+        return names
+    requirements = template.requirements
+    wanted = [(item.key, item.min_values) for item in requirements.items if item.min_values]
+    if not wanted:
+        return names[:limit]
+    by_name = {option.name: option for option in template.options}
+    seen: dict[str, set[str]] = {key: set() for key, _ in wanted}
+    chosen: list[str] = []
+    for name in names:
+        labels = _type_values(by_name[name], requirements, wanted)
+        missing = sum(max(0, minimum - len(seen[key])) for key, minimum in wanted)
+        brings = any(len(seen[key]) < minimum and labels[key] - seen[key] for key, minimum in wanted)
+        if brings or len(chosen) + 1 + missing <= limit:
+            chosen.append(name)
+            for key, _ in wanted:
+                seen[key] |= labels[key]
+            if len(chosen) >= limit:
+                break
+    return chosen
+
+
+def _type_values(
+    option: TypeOption, requirements: Requirements, wanted: list[tuple[str, int]]
+) -> dict[str, set[str]]:
+    own = option.instance_type.requirements()
+    return {
+        key: {value for value in (own.values(key) or ()) if requirements.allows(key, value)}
+        for key, _ in wanted
+    }
+
+
+def min_values_narrow(solver: SolverState, template: NodeTemplate) -> set[int]:
+    """Types a claim must not be packed into under `minValues` (policy Strict): those for which the types
+    at least as big (the claim's fallback list) no longer offer `minValues` distinct values of some key."""
+    requirements = template.requirements
+    wanted = [(item.key, item.min_values) for item in requirements.items if item.min_values]
+    if not wanted or solver.inp.settings.min_values_policy != "Strict":
+        return set()
+    options = template.options
+    values = [_type_values(option, requirements, wanted) for option in options]
+    rooms = [option.room for option in options]
+    narrow: set[int] = set()
+    for i, room in enumerate(rooms):
+        seen: dict[str, set[str]] = {key: set() for key, _ in wanted}
+        for j, other in enumerate(rooms):
+            if room.fits(other):
+                for key, _ in wanted:
+                    seen[key] |= values[j][key]
+                if all(len(seen[key]) >= minimum for key, minimum in wanted):
+                    break
+        if any(len(seen[key]) < minimum for key, minimum in wanted):
+            narrow.add(i)
+    return narrow
+
+
+def add_claim(
+    solver: SolverState,
+    template: NodeTemplate,
+    units: list[Unit],
+    offers: list[Offer],
+    options: tuple[TypeOption, ...],
+    offer_index: int,
+    contents: tuple[tuple[int, int], ...],
+    fallback: tuple[OfferingOption, ...],
+    narrowing: tuple[Requirements, tuple[str, ...]],
+) -> None:
+    pods: list[Pod] = []
+    load = Resources()
+    for k, count in contents:
+        unit = units[k]
+        taken, unit.pods = unit.pods[:count], unit.pods[count:]
+        pods.extend(taken)
+        load = load + unit.cls.requests.scale(len(taken))
+    chosen = offers[offer_index]
+    chosen_option = options[chosen.type_index]
+    offered, type_names = narrowing
+    memo_key = (template.name, tuple(units[k].requirements for k, _ in contents), offered)
+    requirements = solver.claim_requirements.get(memo_key)  # replicas of a pattern share them
+    if requirements is None:
+        requirements = template.requirements
+        for k, _ in contents:
+            requirements = requirements.intersect(units[k].requirements)
+        requirements = requirements.intersect(offered)
+        solver.claim_requirements[memo_key] = requirements
+    number = solver.claim_counter.get(template.name, 0) + 1
+    solver.claim_counter[template.name] = number
+    name = f"{template.name}-{number}"
+    labels = {**dict(template.labels), **requirements.single_values()}
+    solver.claims.append(
+        ClaimPlan(
+            name=name,
+            nodepool=template.name,
+            node_class=template.node_class.name,
+            requirements=requirements,
+            instance_types=type_names,
+            offerings=fallback,
+            instance_type=chosen_option.name,
+            zone=chosen.zone,
+            capacity_type=chosen.capacity_type,
+            price_per_hour=chosen.price,
+            pods=tuple(p.key for p in pods),
+            allocatable=chosen_option.allocatable,
+            daemonset_overhead=chosen_option.daemon_overhead,
+            requests=load,
+            labels=tuple(sorted(labels.items())),
+            taints=template.taints,
+            startup_taints=template.startup_taints,
+        )
+    )
+    domains = {**labels, wk.ZONE: chosen.zone, wk.CAPACITY_TYPE: chosen.capacity_type, HOSTNAME: name}
+    for k, count in contents:
+        unit = units[k]
+        solver.record(
+            Placed(unit.cls.labels, unit.cls.example.namespace, domains, count, unit.variant.anti_affinity)
+        )
+
+
+def offering_requirements(fallback: tuple[OfferingOption, ...]) -> tuple[Requirements, tuple[str, ...]]:
+    """What a claim's offerings allow (types, capacity types, zones), and its type names cheapest first."""
+    type_names = tuple(dict.fromkeys(o.instance_type for o in fallback))
+    offered = Requirements(
+        (
+            KeyRequirement.in_(wk.INSTANCE_TYPE, type_names),
+            KeyRequirement.in_(wk.CAPACITY_TYPE, {o.capacity_type for o in fallback}),
+            KeyRequirement.in_(wk.ZONE, {o.zone for o in fallback}),
+        )
+    )
+    return offered, type_names

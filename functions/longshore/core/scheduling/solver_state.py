@@ -1,0 +1,232 @@
+"""The scheduler's working state: pod classes, units, node states and placed pods, and the memos."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from longshore.core import labels as wk
+from longshore.core.model import Taint
+from longshore.core.pods import Pod, PodAffinityTerm, TopologySpread
+from longshore.core.quantity import format_quantity
+from longshore.core.requirements import RequirementError, Requirements
+from longshore.core.resources import Resources
+from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
+from longshore.core.scheduling.plan import ClaimPlan, OfferingOption
+from longshore.core.scheduling.podreqs import Variant, node_requirement_terms
+from longshore.core.scheduling.templates import POD_SLOT, build_templates
+from longshore.core.taints import scheduling_taints, tolerates
+
+HOSTNAME = wk.HOSTNAME
+PACK_DIMS = ("cpu", "memory", "pods")
+
+
+@dataclass(slots=True)
+class PodClass:
+    """Identical pending pods (one placement signature), oldest first, and the variant they get."""
+
+    pods: list[Pod]
+    example: Pod
+    requests: Resources
+    labels: dict[str, str]
+    variant: Variant | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class Unit:
+    """Pods of one class pinned to the same domains; `pods` shrinks as they are placed."""
+
+    cls: PodClass
+    requirements: Requirements
+    pods: list[Pod]
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def variant(self) -> Variant:
+        assert self.cls.variant is not None
+        return self.cls.variant
+
+
+@dataclass(slots=True)
+class NodeState:
+    node: ExistingNode
+    labels: dict[str, str]
+    free: dict[str, int]
+    pods: list[Pod]
+    taints: tuple[Taint, ...]
+    placed: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Placed:
+    """A pod (or many identical ones) the plan put somewhere, for topology counting."""
+
+    labels: dict[str, str]
+    namespace: str
+    domains: dict[str, str]  # topology key -> value (hostname included when known)
+    count: int
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+
+
+def selects(term_selector_owner: Pod, term: PodAffinityTerm, labels: dict[str, str], namespace: str) -> bool:
+    return term.covers_namespace(term_selector_owner.namespace, namespace) and term.selector.matches(labels)
+
+
+def spread_matches(owner: Pod, spread: TopologySpread, labels: dict[str, str], namespace: str) -> bool:
+    return namespace == owner.namespace and spread.selector.matches(labels)
+
+
+def friendly(resource: str, amount: int) -> str:
+    text = format_quantity(resource, amount)
+    return (
+        f"{text} of {resource}"
+        if resource not in ("cpu", "pods")
+        else (f"{text} cpu" if resource == "cpu" else f"{text} pod slots")
+    )
+
+
+def daemon_matches(daemon: Pod, labels: dict[str, str]) -> bool:
+    try:
+        return any(term.matches(labels) for term in node_requirement_terms(daemon))
+    except RequirementError:
+        return False
+
+
+class SolverState:
+    """Everything one `solve` call works on: the pools' templates, the node states, the pods placed so far
+    (`placed` only ever grows: `tally` and the anti-affinity indexes rely on it), the plan being built and
+    the memos. One per call, never shared between calls."""
+
+    def __init__(self, inp: SchedulingInput) -> None:
+        self.inp = inp
+        catalog = inp.catalog.without_offerings(inp.unavailable) if inp.unavailable else inp.catalog
+        self.templates = build_templates(inp.pools, inp.node_classes, catalog, inp.daemonsets, inp.settings)
+        self.prefer_no_schedule = any(t.effect == "PreferNoSchedule" for p in inp.pools for t in p.taints)
+        self.nodes = [self.node_state(n) for n in self.ordered(inp.nodes)]
+        self.in_flight = [self.node_state(n) for n in self.ordered(inp.in_flight)]
+        self.placed: list[Placed] = []
+        # indexes over `placed` for the anti-affinity checks that would otherwise scan every placed pod
+        self.host_anti: dict[str, list[Placed]] = {}  # hostname -> placed pods with hostname anti-affinity
+        self.domain_anti: list[tuple[int, Placed]] = []  # (position, placed) with other anti-affinity
+        for state in (*self.nodes, *self.in_flight):
+            for pod in state.pods:
+                if pod.counts_for_topology():
+                    self.record(
+                        Placed(
+                            pod.label_map(),
+                            pod.namespace,
+                            {**state.labels, HOSTNAME: state.node.name},
+                            1,
+                            pod.pod_anti_affinity,
+                        )
+                    )
+        self.unschedulable: list[tuple[str, str]] = []
+        self.claims: list[ClaimPlan] = []
+        self.claim_counter: dict[str, int] = {}
+        self.dims: list[str] = list(PACK_DIMS)
+        self.offers_of: list[list[int]] = []
+        self.offer_order: list[int] = []
+        self.type_order_cache: dict[int, tuple[list[int], dict[int, list[int]]]] = {}
+        self.fallback_cache: dict[tuple[int, tuple[int, ...], int], tuple[OfferingOption, ...]] = {}
+        self.serving_cache: dict[tuple[str, Requirements], list[int]] = {}
+        self.compatible_cache: dict[tuple[str, Requirements], list[bool]] = {}
+        self.offering_options: dict[int, OfferingOption] = {}  # per offer index of the pool being packed
+        self.zones_cache: dict[tuple[str, Requirements], list[tuple[Resources, frozenset[str]]]] = {}
+        self.universe_cache: dict[tuple[object, ...], list[str]] = {}
+        self.before_class = 0
+        self.fitting_cache: dict[tuple[object, ...], bool] = {}
+        self.tallies: dict[tuple[object, ...], tuple[int, dict[str, int]]] = {}
+        self.refusals: dict[tuple[object, ...], str | None] = {}
+        self.claim_requirements: dict[tuple[object, ...], Requirements] = {}
+
+    def record(self, placed: Placed) -> None:
+        """Remember a placement for topology counting, and index its anti-affinity terms by kind."""
+        if placed.anti_affinity:
+            if any(term.topology_key == HOSTNAME for term in placed.anti_affinity):
+                host = placed.domains.get(HOSTNAME)
+                if host is not None:
+                    self.host_anti.setdefault(host, []).append(placed)
+            if any(term.topology_key != HOSTNAME for term in placed.anti_affinity):
+                self.domain_anti.append((len(self.placed), placed))
+        self.placed.append(placed)
+
+    @staticmethod
+    def ordered(nodes: Iterable[ExistingNode]) -> list[ExistingNode]:
+        return sorted((n for n in nodes if not n.deleting), key=lambda n: (not n.initialized, n.name))
+
+    def node_state(self, node: ExistingNode) -> NodeState:
+        used: dict[str, int] = {}
+        pods = [p for p in node.pods if not p.is_terminal]
+        for pod in pods:
+            for name, amount in (pod.requests + POD_SLOT).items:
+                used[name] = used.get(name, 0) + amount
+        if node.in_flight and not any(p.is_daemonset for p in pods):
+            labels = dict(node.labels)
+            for daemon in self.inp.daemonsets:
+                if tolerates(
+                    daemon.tolerations, node.taints, ignore_prefer_no_schedule=True
+                ) and daemon_matches(daemon, labels):
+                    for name, amount in (daemon.requests + POD_SLOT).items:
+                        used[name] = used.get(name, 0) + amount
+        free = {name: amount - used.get(name, 0) for name, amount in node.allocatable.items}
+        taints = scheduling_taints(
+            node.taints, node.startup_taints, initialized=node.initialized and not node.in_flight
+        )
+        labels = dict(node.labels)
+        labels.setdefault(HOSTNAME, node.name)
+        return NodeState(node, labels, free, pods, taints)
+
+    def pod_classes(self) -> list[PodClass]:
+        groups: dict[Pod, list[Pod]] = {}
+        for pod in self.inp.pods:
+            if not pod.is_provisionable():
+                continue
+            groups.setdefault(pod.placement_signature(), []).append(pod)
+        classes = [
+            PodClass(
+                sorted(pods, key=lambda p: (p.created_at, p.name)),
+                sig,
+                sig.requests + POD_SLOT,
+                sig.label_map(),
+            )
+            for sig, pods in groups.items()
+        ]
+        # Karpenter's queue order: cpu, then memory, descending
+        classes.sort(key=lambda c: (-c.requests.get("cpu"), -c.requests.get("memory"), c.pods[0].key))
+        return classes
+
+    def domains_with(self, owner: Pod, term: PodAffinityTerm) -> dict[str, int]:
+        return self.tally(
+            ("term", owner.namespace, term),
+            term.topology_key,
+            lambda placed: selects(owner, term, placed.labels, placed.namespace),
+        )
+
+    def tally(
+        self, selector: tuple[object, ...], key: str, matches: Callable[[Placed], bool]
+    ) -> dict[str, int]:
+        """Per value of `key`, the placed pods a selector matches. `placed` only grows, so each selector's
+        counts are kept and brought up to date with the pods placed since (classes share a few selectors;
+        rescanning every placed pod per class grows with classes squared)."""
+        entry = self.tallies.get(selector)
+        if entry is None:
+            entry = (0, {})
+        seen, counts = entry
+        placed_list = self.placed
+        for position in range(seen, len(placed_list)):
+            placed = placed_list[position]
+            value = placed.domains.get(key)
+            if value is not None and matches(placed):
+                counts[value] = counts.get(value, 0) + placed.count
+        self.tallies[selector] = (len(placed_list), counts)
+        return dict(counts)
+
+    def fail(self, unit: Unit, reason: str) -> None:
+        for pod in unit.pods:
+            self.unschedulable.append((pod.key, reason))
+        unit.pods = []
+
+
+def self_selects(cls: PodClass, term: PodAffinityTerm) -> bool:
+    return selects(cls.example, term, cls.labels, cls.example.namespace)

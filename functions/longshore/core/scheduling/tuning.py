@@ -1,0 +1,56 @@
+"""The packer's tuning constants: every magic number of the packing algorithms, in one place.
+
+Changing a value changes plans (and the benchmark's cost ratios); the defaults are the values the benchmark
+(`python -m bench.run`) was tuned with. Each attribute's docstring says what it changes and why its default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PackerTuning:
+    """Knobs of `packer.pack`: quality against time. The module-level `TUNING` is the one in use."""
+
+    slices: tuple[float, ...] = (0.95, 0.85, 0.0)
+    """Slice shares run as a portfolio from the same forced nodes (cheapest plan wins); 0.0 = no slice, pure greedy by value."""
+
+    reprice: float = 0.9
+    """Re-price resources when the value left falls below this share of the value at the last pricing; a tenth keeps the mix of shapes near the LP's without a simplex per node."""
+
+    item_visits: int = 20000
+    """Bins filled per node decision are capped at this ÷ the active items (best bounds first): bounds the work of one decision as items grow."""
+
+    min_evaluations: int = 16
+    """At least this many bins are filled per node decision, however many items are active, so big inputs still compare several bins."""
+
+    merge_expand: int = 8
+    """Patterns with at most this many replicas take part in merging, node by node; bigger patterns are already full and stay whole."""
+
+    merge_window: int = 12
+    """Merging looks at this many of the cheapest nodes (a quadratic search: small nodes are where merging pays)."""
+
+    forced_trials: int = 100
+    """Candidate bins tried (by trial top-up) for a round of nodes a capped item forces; bounds the cost of one round."""
+
+    forced_slack: float = 0.02
+    """Among forced-node bins within this share of the best value per price, the cheapest wins: fillers left over pack as well elsewhere."""
+
+    dear_ratio: float = 1.5
+    """An uncapped item whose own offers cost this many times the capped seed's per unit of resource has its nodes opened first (capped pods ride in their room)."""
+
+    greedy_seed_tries: int = 8
+    """The best bins of a decision also try a fill that takes as many seed pods as fit first (the slice can cost a whole pod on big nodes)."""
+
+    swap_rounds: int = 64
+    """At most this many single-pod swaps towards more valuable pods improve each chosen node; each swap is one pod, so a node rarely needs more."""
+
+    merge_worth: float = 0.75
+    """Interchangeable items are merged only when that leaves at most this share of them: otherwise the merge saves little and only perturbs tie-breaks."""
+
+    node_by_node_up_to: int = 100
+    """With at most this many forced nodes, the portfolio also chooses them one by one like ordinary nodes (cheap when few)."""
+
+
+TUNING = PackerTuning()

@@ -596,6 +596,14 @@ class ScenarioRunner:
                 world.clock.now() + spec.duration, lambda: world.cluster.emulator.faults.remove(fault)
             )
             note = f"t={step.at:g}s: the Kubernetes API answers {spec.status} for {spec.duration:g}s"
+        elif step.dynamo_throttle is not None:
+            throttle = step.dynamo_throttle
+            for operation in throttle.operations:
+                world.dynamo_throttle.throttle(operation, throttle.times)
+            note = (
+                f"t={step.at:g}s: DynamoDB throttles the next {throttle.times} call(s) of "
+                f"{', '.join(throttle.operations)}"
+            )
         elif step.cold_start is not None:
             world.cold_start_planner()
             note = f"t={step.at:g}s: the planner's container is replaced (cold start)"

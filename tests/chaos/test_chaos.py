@@ -30,6 +30,7 @@ def test_a_seed_always_generates_the_same_scenario_and_every_fault_kind_appears(
         "ami",
         "rotate",
         "deleteNode",
+        "dynamoThrottle",
     }
 
 

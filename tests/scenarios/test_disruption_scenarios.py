@@ -103,9 +103,11 @@ def test_a_throttled_claim_table_slows_passes_but_fails_none() -> None:
     assert sum(runner.world.dynamo_throttle.injected.values()) >= 6
     assert summary["provisioner"]["failed_invocations"] == 0 and summary["provisioner"]["crashes"] == 0
     assert summary["planner"]["failed_passes"] == 0
-    assert summary["disruptions_by_reason"].get("empty", 0) + summary["disruptions_by_reason"].get(
-        "underutilized", 0
-    ) >= 1
+    assert (
+        summary["disruptions_by_reason"].get("empty", 0)
+        + summary["disruptions_by_reason"].get("underutilized", 0)
+        >= 1
+    )
 
 
 def test_duplicate_foreign_health_and_rebalance_events_each_end_as_they_should() -> None:

@@ -23,12 +23,11 @@ field, and the provisioner reports them as Events.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from longshore.bulk import gc_paused
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog
@@ -165,30 +164,6 @@ class PodCache:
         self._pods = {k: v for k, v in self._pods.items() if k in keep}
 
 
-BULK_OBJECTS = 100_000
-"""A paused block that made more tracked objects than this moves the survivors out of the collector's reach
-(`gc.freeze`): a warm container holds millions of long-lived, acyclic objects (pods, compact manifests), and a
-full collection walking them cost more than the rest of a warm 50,000-pod pass (bench/scale.py)."""
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic collection while thousands of long-lived, acyclic pods are parsed (each collection would walk
-    every object the container holds; bench/scale.py); reference counting still frees as it goes."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-            if (
-                gc.get_count()[0] > BULK_OBJECTS
-            ):  # collect what is garbage now, then never walk the rest again
-                gc.collect()
-                gc.freeze()
-
-
 def parse_pod(manifest: Manifest) -> Pod | Skipped:
     try:
         return pod_from_manifest(manifest)
@@ -209,7 +184,7 @@ def pending_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    with _gc_paused():
+    with gc_paused():
         for manifest in manifests:
             if not provisionable_manifest(manifest):
                 continue
@@ -379,7 +354,7 @@ def bound_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    with _gc_paused():
+    with gc_paused():
         for manifest in manifests:
             if not (manifest.get("spec") or {}).get("nodeName"):
                 continue

@@ -1,6 +1,7 @@
 """Benchmark workloads: pods, pools and the catalog they run against.
 
-* `karpenter_mix(n)`: Karpenter's scheduling benchmark (reference §8.1, `makeDiversePods`): 400 fake types,
+* `karpenter_mix(n)`: Karpenter's scheduling benchmark (`makeDiversePods` in kubernetes-sigs/karpenter
+  `pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go`): 400 fake types,
   one pool with huge limits, five equal fifths of pods: generic; zone spread (maxSkew 1, DoNotSchedule);
   hostname spread (maxSkew 1, DoNotSchedule); zone pod affinity; hostname anti-affinity (all `app=nginx`, so
   mutually anti-affine, as in Karpenter). cpu uniform over {100m, 250m, 500m, 1, 1.5} and memory over {100Mi,

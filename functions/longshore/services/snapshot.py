@@ -4,7 +4,8 @@ Theory of operation: the provisioner reads Kubernetes through `ports.kube.Cluste
 -o json` prints them) and its own claims through `ports.store.ClaimStore`, and this module turns both into the
 engine's values without any I/O of its own:
 
-- `provisionable(pod)` is Karpenter's rule (reference/karpenter.md §1.1): unbound, `PodScheduled=False` with
+- `provisionable(pod)` is Karpenter's rule (kubernetes-sigs/karpenter `pkg/utils/pod/scheduling.go`,
+  `IsProvisionable`): unbound, `PodScheduled=False` with
   reason `Unschedulable` (the kube-scheduler tried and failed), not nominated, not owned by a DaemonSet, not a
   static/mirror pod, not terminal and not terminating. Pods the kube-scheduler has not looked at yet are not
   counted: it may still place them on a node that exists.
@@ -173,7 +174,7 @@ def parse_pod(manifest: Manifest) -> Pod | Skipped:
 
 
 def provisionable(pod: Pod) -> bool:
-    """Karpenter's rule (§1.1): the engine may launch capacity for this pod."""
+    """Karpenter's `IsProvisionable` (see the module docstring): the engine may launch capacity for this pod."""
     return pod.unschedulable and pod.is_provisionable()
 
 

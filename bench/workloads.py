@@ -29,7 +29,8 @@ from bench.catalogs import fake_catalog, real_catalog
 from longshore.core import labels as wk
 from longshore.core.catalog import Catalog
 from longshore.core.model import NodeClass, NodePool, Origin, Requirement
-from longshore.core.pods import Pod, pod_from_manifest
+from longshore.core.pod_manifest import pod_from_manifest
+from longshore.core.pods import Pod
 from longshore.core.resources import Resources
 
 POOL_ORIGIN = Origin("karpenter.sh/v1", "NodePool")

@@ -332,7 +332,7 @@ def _find_pod(
 
 
 def explain_pod(manifest: Mapping[str, Any], snapshot: Any, config: ClusterConfig) -> Answer:
-    from longshore.core.pods import pod_from_manifest
+    from longshore.core.pod_manifest import pod_from_manifest
     from longshore.services import snapshot as snap
 
     meta, spec = manifest.get("metadata") or {}, manifest.get("spec") or {}

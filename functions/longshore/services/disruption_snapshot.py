@@ -5,7 +5,7 @@ Theory of operation (`take_snapshot`, used by every planner pass and by `longsho
 - Nodes are read before pods, so room is never over-counted. Nodes are joined with their NodeClaims by
   instance id (from `spec.providerID`); a node without a claim is not ours and is only a destination
   (`unmanaged`).
-- Pods are read with `core.pods.pod_from_manifest` (through `snapshot.PodCache`) and bound to their nodes.
+- Pods are read with `core.pod_manifest.pod_from_manifest` (through `snapshot.PodCache`) and bound to their nodes.
   A node with a pod that cannot be read is never a candidate: it is unmanaged for this pass and its reason is
   in `Snapshot.unreadable`.
 - PDBs become `PdbView`s with `status.disruptionsAllowed` (a PDB without status allows nothing: fail safe);

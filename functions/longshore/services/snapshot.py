@@ -35,7 +35,8 @@ from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig, Taint
-from longshore.core.pods import Pod, PodManifestError, pod_from_manifest
+from longshore.core.pod_manifest import PodManifestError, pod_from_manifest
+from longshore.core.pods import Pod
 from longshore.core.quantity import QuantityError
 from longshore.core.requirements import Requirements
 from longshore.core.resources import Resources

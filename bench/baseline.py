@@ -1,4 +1,6 @@
-"""A Karpenter-style greedy scheduler, the baseline the engine is measured against (reference §1.3, perf §1.1).
+"""A Karpenter-style greedy scheduler, the baseline the engine is measured against.
+
+Modelled on kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/scheduler.go` and `nodeclaim.go`.
 
 Pods are sorted by cpu, then memory, descending (first-fit decreasing). Each pod goes to the first in-flight
 claim that can take it, claims ordered by fewest pods first (re-sorted before every pod); failing that, a new
@@ -129,7 +131,8 @@ def greedy(workload: Workload) -> BaselineResult:
                 if all(demand[r] <= rooms[t][r] for r in range(3))
                 and any(o.zone in zones and o.capacity_type in cts for o in offers[t])
             ]
-            ordinary = [t for t in candidates if not exotic[t]]  # Karpenter's exotic filter (reference §2.1)
+            # Karpenter's exotic filter (aws/karpenter-provider-aws pkg/providers/instance/instance.go).
+            ordinary = [t for t in candidates if not exotic[t]]
             candidates = ordinary or candidates
             if not candidates:
                 unplaced += 1

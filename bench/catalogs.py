@@ -1,7 +1,7 @@
 """Instance catalogs for the benchmark: Karpenter's 400 fake types, and the real EC2 catalog offline.
 
-`fake_catalog(n)` follows Karpenter core `pkg/cloudprovider/fake/instancetype.go` as the reference describes
-it (§8.1): type i has i+1 vCPU, 2(i+1) GiB and 10(i+1) pods, offered spot in zones 1-2 and on-demand in
+`fake_catalog(n)` follows kubernetes-sigs/karpenter `pkg/cloudprovider/fake/instancetype.go`
+(`InstanceTypes(n)`): type i has i+1 vCPU, 2(i+1) GiB and 10(i+1) pods, offered spot in zones 1-2 and on-demand in
 zones 1-3, every offering priced 0.1 x vCPU + 0.1 x GiB. `real_catalog(region)` is EC2's real shapes and
 zone offerings as moto ships them, priced from `longshore/data/prices.json`, assembled by the production
 `adapters.aws.instance_types.offline_catalog` (no AWS calls).

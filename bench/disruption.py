@@ -44,7 +44,7 @@ from longshore.core.model import (
     Requirement,
 )
 from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch
-from longshore.services.disruption import take_snapshot
+from longshore.services.disruption_snapshot import take_snapshot
 
 NOW = 1_767_225_600.0
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")

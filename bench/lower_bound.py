@@ -1,4 +1,4 @@
-"""The fluid LP lower bound on the hourly cost of any placement (reference/performance.md §2.2), via HiGHS.
+"""The fluid LP lower bound on the hourly cost of any placement (docs/reference/lp-bounds.md §2), via HiGHS.
 
 Theory of operation, written independently of the engine: pods are compressed into classes (same requests,
 same allowed offerings, same per-node constraint). A zone spread with maxSkew 1 is pre-split evenly over the

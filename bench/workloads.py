@@ -1,6 +1,7 @@
 """Benchmark workloads: pods, pools and the catalog they run against.
 
-* `karpenter_mix(n)`: Karpenter's scheduling benchmark (reference §8.1, `makeDiversePods`): 400 fake types,
+* `karpenter_mix(n)`: Karpenter's scheduling benchmark (`makeDiversePods` in kubernetes-sigs/karpenter
+  `pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go`): 400 fake types,
   one pool with huge limits, five equal fifths of pods: generic; zone spread (maxSkew 1, DoNotSchedule);
   hostname spread (maxSkew 1, DoNotSchedule); zone pod affinity; hostname anti-affinity (all `app=nginx`, so
   mutually anti-affine, as in Karpenter). cpu uniform over {100m, 250m, 500m, 1, 1.5} and memory over {100Mi,
@@ -28,7 +29,8 @@ from bench.catalogs import fake_catalog, real_catalog
 from longshore.core import labels as wk
 from longshore.core.catalog import Catalog
 from longshore.core.model import NodeClass, NodePool, Origin, Requirement
-from longshore.core.pods import Pod, pod_from_manifest
+from longshore.core.pod_manifest import pod_from_manifest
+from longshore.core.pods import Pod
 from longshore.core.resources import Resources
 
 POOL_ORIGIN = Origin("karpenter.sh/v1", "NodePool")

@@ -1,7 +1,7 @@
 """Test builders: pods, nodes, pools, node classes, instance types and catalogs, with sensible defaults.
 
 Theory of operation: tests say only what matters to them (`pod("web", cpu="2")`, `pool("gpu", taints=[...])`)
-and the builders fill in the rest. Pods are built through `core.pods.pod_from_manifest` from a Kubernetes-
+and the builders fill in the rest. Pods are built through `core.pod_manifest.pod_from_manifest` from a Kubernetes-
 shaped dict, so tests exercise the same parser production uses. Catalogs come in two kinds:
 
 * `instance_type(...)` / `catalog(...)`: synthetic types with exactly the figures a test names;
@@ -19,7 +19,8 @@ from typing import Any
 from longshore.core import labels as wk
 from longshore.core.catalog import Catalog, InstanceType, Offering, make_instance_type
 from longshore.core.model import NodeClass, NodePool, Origin, Requirement, Taint
-from longshore.core.pods import Pod, pod_from_manifest
+from longshore.core.pod_manifest import pod_from_manifest
+from longshore.core.pods import Pod
 from longshore.core.resources import Resources
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 

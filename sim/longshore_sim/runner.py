@@ -62,7 +62,7 @@ from longshore.core import cron
 from longshore.core.claims import instance_id_of
 from longshore.core.commands import RotationRequest
 from longshore.core.model import ClusterConfig
-from longshore.core.pods import pod_from_manifest
+from longshore.core.pod_manifest import pod_from_manifest
 from longshore.services.disruption import (
     PASS_INTERVAL_S,
     REPLACEMENT_TIMEOUT_S,

@@ -15,14 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from longshore.adapters.aws.userdata import (
-    Bootstrap,
-    ClusterInfo,
-    UserDataError,
-    encode_user_data,
-    parse_bootstrap,
-    render_user_data,
-)
+from longshore.adapters.aws.userdata import Bootstrap, ClusterInfo, UserDataError, parse_bootstrap
+from longshore.adapters.aws.userdata_render import encode_user_data, render_user_data
 from longshore.core.model import KubeletConfig, Taint
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "userdata"

@@ -14,7 +14,7 @@ from typing import Any
 
 from longshore.config import load_cluster
 from longshore.config.workloads import load_workloads
-from longshore.core.pods import pod_from_manifest
+from longshore.core.pod_manifest import pod_from_manifest
 from longshore.core.scheduling import SchedulingInput, solve
 from tests.conformance import scheduling
 from tests.conformance.model import AWS, Case, Source

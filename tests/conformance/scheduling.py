@@ -32,7 +32,7 @@ from longshore.config import load_cluster_text
 from longshore.core import labels as wk
 from longshore.core.catalog import Catalog
 from longshore.core.model import Taint
-from longshore.core.pods import pod_from_manifest
+from longshore.core.pod_manifest import pod_from_manifest
 from longshore.core.scheduling import Plan, SchedulingInput, solve
 from longshore.core.scheduling.inputs import ExistingNode
 from tests.builders import node as build_node

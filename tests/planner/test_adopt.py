@@ -21,7 +21,7 @@ from longshore.cli.adopt import command
 from longshore.cli.explain import offline_catalog
 from longshore.config import load_cluster_text
 from longshore.core.disruption import planner
-from longshore.services.disruption import take_snapshot
+from longshore.services.disruption_snapshot import take_snapshot
 from longshore_sim.aws import create_table
 from longshore_sim.clock import VirtualClock
 from longshore_sim.kubeapi import KubeApiEmulator

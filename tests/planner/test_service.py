@@ -13,7 +13,7 @@ from longshore.core import labels as wk
 from longshore.core import telemetry
 from longshore.core.disruption.drift import nodepool_hash
 from longshore.core.model import Budget
-from longshore.services.disruption import LEASE_NAME, LEASE_TTL_S, run_invocation
+from longshore.services.disruption_invocation import LEASE_NAME, LEASE_TTL_S, run_invocation
 from tests.builders import req
 from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
 from tests.workflow.fakes import START

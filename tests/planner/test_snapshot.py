@@ -7,7 +7,9 @@ from dataclasses import replace
 
 from longshore.adapters.memory import MemoryOfferingAvailability
 from longshore.core.disruption import planner
-from longshore.services.disruption import PodEventTracker, Snapshot, event_reason_for, pdb_view, take_snapshot
+from longshore.services.disruption_events import event_reason_for
+from longshore.services.disruption_snapshot import Snapshot, pdb_view, take_snapshot
+from longshore.services.pod_events import PodEventTracker
 from tests.planner.fakes import TYPES, PlannerWorld, cluster_config, node_manifest, running_pod
 from tests.workflow.fakes import START, stamp
 

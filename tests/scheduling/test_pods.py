@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from longshore.core.pods import PodManifestError, pod_from_manifest
+from longshore.core.pod_manifest import PodManifestError, pod_from_manifest
 from tests.builders import pod_manifest
 
 

@@ -1,8 +1,9 @@
 """`longshore explain (NODE | POD) --config CLUSTER`: why a node is not being disrupted, or why a pod is pending.
 
-Theory of operation: the command takes the same snapshot the planner Lambda takes (`services.disruption.
-take_snapshot`: nodes, pods, PDBs and DaemonSets through the Cluster port on the real kubernetes client,
-claims from the claim store) and asks the same pure code, so its answer is the one the Lambda acts on:
+Theory of operation: the command takes the same snapshot the planner Lambda takes
+(`services.disruption_snapshot.take_snapshot`: nodes, pods, PDBs and DaemonSets through the Cluster port on
+the real kubernetes client, claims from the claim store) and asks the same pure code, so its answer is the
+one the Lambda acts on:
 
 - a NODE: `core.disruption.planner.plan` gives either the decision that includes it (reason, replacements,
   $/h saved; a consolidation is carried out after a 15 s re-validation) or the reason it was passed over
@@ -232,7 +233,7 @@ def _budget_lines(config: ClusterConfig, pool_name: str, inp: Any) -> tuple[str,
 
 
 def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
-    from longshore.services.disruption import describe_decision
+    from longshore.services.disruption_events import describe_decision
 
     inp = snapshot.input
     managed = snapshot.managed(name)
@@ -331,7 +332,7 @@ def _find_pod(
 
 
 def explain_pod(manifest: Mapping[str, Any], snapshot: Any, config: ClusterConfig) -> Answer:
-    from longshore.core.pods import pod_from_manifest
+    from longshore.core.pod_manifest import pod_from_manifest
     from longshore.services import snapshot as snap
 
     meta, spec = manifest.get("metadata") or {}, manifest.get("spec") or {}
@@ -440,7 +441,7 @@ def command(
 ) -> None:
     """Explain why NODE is not being disrupted, or why POD (NAMESPACE/NAME) is pending."""
     from longshore.adapters.memory import MemoryOfferingAvailability
-    from longshore.services.disruption import take_snapshot
+    from longshore.services.disruption_snapshot import take_snapshot
 
     config = load_from_options(config_paths, region, cluster_name)
     store = claim_store(table, claims_file, config.region)

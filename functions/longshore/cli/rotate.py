@@ -91,7 +91,7 @@ def select_targets(
     if drifted:
         from longshore.adapters.memory import MemoryOfferingAvailability
         from longshore.cli.explain import offline_catalog
-        from longshore.services.disruption import take_snapshot
+        from longshore.services.disruption_snapshot import take_snapshot
 
         inp = take_snapshot(
             cluster, store, MemoryOfferingAvailability(), offline_catalog(config.region), config, now

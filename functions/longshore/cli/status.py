@@ -97,7 +97,7 @@ def _solve_pending(config: ClusterConfig, snapshot: Any) -> Any:
 
 def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], snapshot: Any) -> dict[str, Any]:
     from longshore.core.disruption import planner
-    from longshore.services.disruption import describe_decision
+    from longshore.services.disruption_events import describe_decision
 
     inp = snapshot.input
     plan = _solve_pending(config, snapshot)
@@ -211,7 +211,7 @@ def _live_snapshot(
     from longshore.adapters.kube.cluster import KubeCluster
     from longshore.adapters.kube.karpenter import KubeKarpenterObjects
     from longshore.adapters.memory import MemoryOfferingAvailability
-    from longshore.services.disruption import take_snapshot
+    from longshore.services.disruption_snapshot import take_snapshot
 
     objects = KubeKarpenterObjects(api)
     config, verdicts = live_config(config_paths, region, cluster_name, objects)

@@ -22,7 +22,8 @@ from longshore.config.errors import ConfigError, ConfigErrors, ErrorSink
 from longshore.config.yaml_documents import Document, PathKey, parse_documents
 from longshore.core import labels as wk
 from longshore.core.model import Taint
-from longshore.core.pods import Pod, PodManifestError, pod_from_manifest
+from longshore.core.pod_manifest import PodManifestError, pod_from_manifest
+from longshore.core.pods import Pod
 from longshore.core.quantity import QuantityError
 from longshore.core.resources import Resources
 from longshore.core.scheduling.inputs import ExistingNode

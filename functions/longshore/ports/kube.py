@@ -2,7 +2,7 @@
 
 Theory of operation: services never see `kubernetes` client models. Objects cross this port as plain
 dicts shaped exactly like `kubectl get -o json` prints them (camelCase keys, RFC 3339 timestamps), so
-pure code such as `core.drain.drain_pod_from_manifest` or `core.pods.pod_from_manifest` can read them, and
+pure code such as `core.drain.drain_pod_from_manifest` or `core.pod_manifest.pod_from_manifest` can read them, and
 an in-memory fake can hold them. Writes use small frozen values (`NodePatch`, `KubeEvent`). Eviction
 returns an `EvictionResult` instead of raising, because "a PodDisruptionBudget said no" (HTTP 429) is a
 normal answer in a drain, not an error. Transport errors (5xx, throttling, timeouts) are retried inside

@@ -13,7 +13,8 @@ clock and a metrics sink):
 4. *Snapshot.* Nodes first, then pods, so capacity is never over-estimated; claims from the store (those
    still in flight count as capacity); DaemonSet templates; the offerings marked unavailable (ICE cache).
 5. *Plan.* `core.scheduling.solve` places pods on existing nodes, then in-flight claims, then new claims at
-   least cost. Pods nothing can hold get a `FailedScheduling` Event with the engine's reason; the pass goes on.
+   least cost. Pods nothing can hold get a `FailedScheduling` Event with the engine's reason
+   (`services.provisioner_events`); the pass goes on.
 6. *Launch.* Each new claim goes through `Launcher.launch` (the record is written before CreateFleet, the
    claim id is deterministic, capacity errors fall back across the claim's options inside the launcher). A
    claim whose every option is refused is forgotten and its offerings are marked unavailable for 3 minutes,
@@ -44,7 +45,7 @@ from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput, solve
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances, Launcher
-from longshore.ports.kube import Cluster, ClusterUnavailableError, KubeEvent, ObjectRef
+from longshore.ports.kube import Cluster, ClusterUnavailableError
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
@@ -52,6 +53,7 @@ from longshore.services import snapshot
 from longshore.services.batching import collect_batch
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
+from longshore.services.provisioner_events import PodEvents
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +139,7 @@ CatalogSource = Callable[[], Catalog]
 
 
 class ProvisionerService:
-    """One provisioner run's state: its lease owner id and the Events it already posted."""
+    """One provisioner run's state: its lease owner id, its pod cache and the Events it already posted (`PodEvents`)."""
 
     def __init__(
         self,
@@ -175,7 +177,7 @@ class ProvisionerService:
             metrics=metrics,
             workflow=workflow,
         )
-        self._posted: dict[tuple[str, str], float] = {}
+        self._events = PodEvents(cluster, clock, self.settings)
         self._holding = False
         self._cloud_checked_at: float | None = None
         self.lease_taken_at: float | None = None  # when this run last took or renewed the lease
@@ -311,9 +313,9 @@ class ProvisionerService:
             provisionable = [m for m in pod_manifests if snapshot.provisionable_manifest(m)]
             self._settled = _fingerprint(nodes, provisionable, claims, unavailable)
             self._settled_at = self._clock.now()
-        self._report_unschedulable(plan, pending)
-        self._report_failures(launches, plan, pending)
-        self._report_skipped((*skipped, *skipped_bound, *skipped_nodes, *skipped_ds))
+        self._events.report_unschedulable(plan, pending)
+        self._events.report_failures(launches, plan, pending)
+        self._events.report_skipped((*skipped, *skipped_bound, *skipped_nodes, *skipped_ds))
         self._emit_gauges(pending=pending, claims=(*claims, *(o.claim for o in launches if o.claim)))
         return PassResult(
             "planned",
@@ -352,78 +354,6 @@ class ProvisionerService:
     def _emit_launch_metrics(self, result: LaunchResult) -> None:
         for point in result.metrics:
             self._metrics.emit(point.name, point.value, "Count", dict(point.dimensions))
-
-    # -- events ---------------------------------------------------------------------------------------------
-
-    def _post(
-        self, involved: ObjectRef, reason: str, message: str, kind: Literal["Normal", "Warning"]
-    ) -> bool:
-        key = (f"{involved.kind}/{involved.namespace}/{involved.name}", f"{reason}: {message}")
-        now = self._clock.now()
-        last = self._posted.get(key)
-        if last is not None and now - last < self.settings.event_repeat_s:
-            return False
-        self._posted[key] = now
-        try:
-            self._cluster.post_event(KubeEvent(involved, reason, message, kind))
-        except Exception as error:  # an Event is advice: never let it fail the pass
-            log.warning("could not post an event", extra={"reason": reason, "error": str(error)})
-        return True
-
-    def _pod_ref(self, key: str, pods: Mapping[str, Pod]) -> ObjectRef:
-        namespace, _, name = key.partition("/")
-        pod = pods.get(key)
-        return ObjectRef("Pod", name, namespace, pod.uid if pod else "")
-
-    def _report_unschedulable(self, plan: Plan, pending: Iterable[Pod]) -> None:
-        if not plan.unschedulable:
-            return
-        by_key = {p.key: p for p in pending}
-        posted = 0
-        for key, reason in plan.unschedulable:
-            if posted >= self.settings.max_events_per_pass:
-                break
-            posted += self._post(
-                self._pod_ref(key, by_key), "FailedScheduling", f"Failed to schedule pod, {reason}", "Warning"
-            )
-        log.warning(
-            "could not schedule pod(s)",
-            extra={
-                "pods": len(plan.unschedulable),
-                "first": plan.unschedulable[0][0],
-                "reason": plan.unschedulable[0][1],
-            },
-        )
-
-    def _report_failures(self, launches: Iterable[LaunchOutcome], plan: Plan, pending: Iterable[Pod]) -> None:
-        by_key = {p.key: p for p in pending}
-        posted = 0
-        for outcome, claim in zip(launches, plan.new_claims, strict=False):
-            if outcome.status != "failed":
-                continue
-            message = (
-                f"could not launch a node of pool {outcome.nodepool}: {outcome.reason}; the offerings EC2 "
-                "refused are skipped for 3 minutes, then retried"
-            )
-            for key in claim.pods:
-                if posted >= self.settings.max_events_per_pass:
-                    return
-                posted += self._post(self._pod_ref(key, by_key), "LaunchFailed", message, "Warning")
-
-    def _report_skipped(self, skipped: Iterable[snapshot.Skipped]) -> None:
-        for item in list(skipped)[: self.settings.max_events_per_pass]:
-            log.warning(
-                "object left out of the plan",
-                extra={
-                    "kind": item.kind,
-                    "namespace": item.namespace,
-                    "name": item.name,
-                    "reason": item.reason,
-                },
-            )
-            self._post(
-                ObjectRef(item.kind, item.name, item.namespace), "FailedScheduling", item.reason, "Warning"
-            )
 
     # -- gauges ---------------------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ Theory of operation: the provisioner reads Kubernetes through `ports.kube.Cluste
 -o json` prints them) and its own claims through `ports.store.ClaimStore`, and this module turns both into the
 engine's values without any I/O of its own:
 
-- `provisionable(pod)` is Karpenter's rule (reference/karpenter.md §1.1): unbound, `PodScheduled=False` with
+- `provisionable(pod)` is Karpenter's rule (kubernetes-sigs/karpenter `pkg/utils/pod/scheduling.go`,
+  `IsProvisionable`): unbound, `PodScheduled=False` with
   reason `Unschedulable` (the kube-scheduler tried and failed), not nominated, not owned by a DaemonSet, not a
   static/mirror pod, not terminal and not terminating. Pods the kube-scheduler has not looked at yet are not
   counted: it may still place them on a node that exists.
@@ -23,19 +24,19 @@ field, and the provisioner reports them as Events.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from longshore.bulk import gc_paused
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig, Taint
-from longshore.core.pods import Pod, PodManifestError, pod_from_manifest
+from longshore.core.pod_manifest import PodManifestError, pod_from_manifest
+from longshore.core.pods import Pod
 from longshore.core.quantity import QuantityError
 from longshore.core.requirements import Requirements
 from longshore.core.resources import Resources
@@ -165,30 +166,6 @@ class PodCache:
         self._pods = {k: v for k, v in self._pods.items() if k in keep}
 
 
-BULK_OBJECTS = 100_000
-"""A paused block that made more tracked objects than this moves the survivors out of the collector's reach
-(`gc.freeze`): a warm container holds millions of long-lived, acyclic objects (pods, compact manifests), and a
-full collection walking them cost more than the rest of a warm 50,000-pod pass (bench/scale.py)."""
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic collection while thousands of long-lived, acyclic pods are parsed (each collection would walk
-    every object the container holds; bench/scale.py); reference counting still frees as it goes."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-            if (
-                gc.get_count()[0] > BULK_OBJECTS
-            ):  # collect what is garbage now, then never walk the rest again
-                gc.collect()
-                gc.freeze()
-
-
 def parse_pod(manifest: Manifest) -> Pod | Skipped:
     try:
         return pod_from_manifest(manifest)
@@ -198,7 +175,7 @@ def parse_pod(manifest: Manifest) -> Pod | Skipped:
 
 
 def provisionable(pod: Pod) -> bool:
-    """Karpenter's rule (§1.1): the engine may launch capacity for this pod."""
+    """Karpenter's `IsProvisionable` (see the module docstring): the engine may launch capacity for this pod."""
     return pod.unschedulable and pod.is_provisionable()
 
 
@@ -209,7 +186,7 @@ def pending_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    with _gc_paused():
+    with gc_paused():
         for manifest in manifests:
             if not provisionable_manifest(manifest):
                 continue
@@ -379,7 +356,7 @@ def bound_pods(
     pods: list[Pod] = []
     skipped: list[Skipped] = []
     parse = cache.parse if cache is not None else parse_pod
-    with _gc_paused():
+    with gc_paused():
         for manifest in manifests:
             if not (manifest.get("spec") or {}).get("nodeName"):
                 continue

@@ -16,7 +16,8 @@ from typing import Any
 from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
 from longshore.core.commands import DisruptionCommand
 from longshore.ports.workflow import StartResult
-from longshore.services.disruption import DisruptionService, InvocationReport, PassReport, run_invocation
+from longshore.services.disruption import DisruptionService, PassReport
+from longshore.services.disruption_invocation import InvocationReport, run_invocation
 from longshore.wiring.container import Container
 from longshore.wiring.observability import logger, metrics
 from longshore.wiring.runtime import Runtime

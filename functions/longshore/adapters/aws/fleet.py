@@ -22,7 +22,8 @@ from longshore.adapters.aws.amis import AmiResolver, effective_family
 from longshore.adapters.aws.launch_templates import LaunchTemplates, TemplateSpec, default_block_devices
 from longshore.adapters.aws.network import Subnet, select_security_groups, select_subnets, subnet_per_zone
 from longshore.adapters.aws.retry import ClientError, call_with_backoff, error_code, is_throttle
-from longshore.adapters.aws.userdata import Bootstrap, ClusterInfo, encode_user_data, render_user_data
+from longshore.adapters.aws.userdata import Bootstrap, ClusterInfo
+from longshore.adapters.aws.userdata_render import encode_user_data, render_user_data
 from longshore.core import labels as wellknown
 from longshore.core.catalog import WINDOWS_BUILDS
 from longshore.core.claims import FleetOutcome, LaunchOption, NodeClaim, OfferingFailure, client_token

@@ -14,12 +14,10 @@ the list is replaced, which is what `NodePatch.taints` means). Every call goes t
 
 from __future__ import annotations
 
-import gc
 import json
 import time
 import uuid
-from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -36,6 +34,7 @@ from longshore.adapters.kube.retry import (
     is_transient,
     status_body,
 )
+from longshore.bulk import gc_paused
 from longshore.core import labels as wk
 from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch
 
@@ -56,33 +55,6 @@ def _json(response: Any) -> Manifest:
     if not isinstance(parsed, dict):
         raise ValueError(f"the API server answered {type(parsed).__name__}, expected an object")
     return parsed
-
-
-BULK_OBJECTS = 100_000
-"""A paused block that made more tracked objects than this moves the survivors out of the collector's reach
-(`gc.freeze`): a warm container holds millions of long-lived, acyclic objects (pods, compact manifests), and a
-full collection walking them cost more than the rest of a warm 50,000-pod pass (bench/scale.py)."""
-
-
-@contextmanager
-def gc_paused() -> Generator[None, None, None]:
-    """No cyclic garbage collection while a large list is decoded.
-
-    Decoding creates millions of small, acyclic, long-lived dicts and lists; each collection walks all of them,
-    which made a 20,000-pod list two to three times as expensive (bench/scale.py). Reference counting still
-    frees everything at once; the collector runs again afterwards."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-            if (
-                gc.get_count()[0] > BULK_OBJECTS
-            ):  # collect what is garbage now, then never walk the rest again
-                gc.collect()
-                gc.freeze()
 
 
 class KubeCluster:

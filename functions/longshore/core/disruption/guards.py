@@ -1,6 +1,7 @@
 """Why a node may not be disrupted voluntarily right now, and what disrupting it would cost.
 
-Theory of operation (Karpenter `ValidateNodeDisruptable` / `ValidatePodsDisruptable`, reference §4.2):
+Theory of operation (Karpenter `ValidateNodeDisruptable` / `ValidatePodsDisruptable`, kubernetes-sigs/karpenter
+`pkg/controllers/state/statenode.go`, called from `NewCandidate` in `pkg/controllers/disruption/types.go`):
 graceful disruption (emptiness, drift, consolidation, and expiry of pools written in the older dialects)
 skips a node that is not initialized, already being disrupted, nominated for pending pods, annotated
 `karpenter.sh/do-not-disrupt` (or the v1alpha5 `do-not-consolidate`, for consolidation only), or that runs

@@ -11,7 +11,7 @@ is a list of node patterns, each replicated some number of times.
    merge saves little and only perturbs tie-breaks).
 1. *Compatibility groups* (`packer_bins`). Items with the same offer mask form a group; for every instance type and every
    set of groups an offer of it serves, only the cheapest such offer matters (the "effective bins" of the
-   LP recipe in reference/performance.md §2.2; dominated ones are dropped).
+   LP recipe in docs/reference/lp-bounds.md §1; dominated ones are dropped).
 2. *Values* (`packer_bins`). Per group, the fluid LP's dual (`duals.ResourcePricer`, warm-started from the previous
    solve's basis as the demand shrinks) prices cpu, memory and pod slots;
    an item's value is its fluid cost `pi . d`. "Value packed ÷ price" of a node is then its efficiency

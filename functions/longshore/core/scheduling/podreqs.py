@@ -1,6 +1,6 @@
 """A pod's node requirements and its preference-relaxation ladder, in Karpenter's order.
 
-Theory of operation (reference §1.3, `preferences.go`): a pod's node requirements are its nodeSelector ANDed
+Theory of operation (kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/preferences.go`): a pod's node requirements are its nodeSelector ANDed
 with one of its ORed required node-selector terms and, while preferences are respected, its heaviest
 preferred node-affinity term. Preferred pod affinity, preferred pod anti-affinity and `ScheduleAnyway`
 spreads count as hard until relaxed. When a pod cannot be placed, the scheduler relaxes one step at a time:

@@ -1,6 +1,7 @@
 """Node templates: what a claim from each pool could be, per instance type, after overhead and DaemonSets.
 
-Theory of operation (Karpenter `NewScheduler`, reference §1.3 steps 1-4): a pool's template requirements are
+Theory of operation (Karpenter `NewScheduler`, kubernetes-sigs/karpenter
+`pkg/controllers/provisioning/scheduling/scheduler.go`): a pool's template requirements are
 its written requirements, its labels as `In [value]` and `karpenter.sh/nodepool In [name]`, plus Karpenter's
 defaults for what it leaves open (capacity type on-demand; arch amd64 for v1alpha5 provisioners). Its instance
 types are the catalog's types compatible with those requirements that have an available offering the

@@ -1,0 +1,125 @@
+"""The Events the disruption planner posts on nodes, and the one-line description of a decision.
+
+Rules:
+
+- A node passed over is explained with an Event whose reason is `Unconsolidatable` (consolidation finds no
+  better placement for it) or `DisruptionBlocked` (something forbids disrupting it now: a PDB, a budget,
+  `do-not-disrupt`, a drifted or expired node whose pods would have nowhere to go...). Reasons that only say
+  "not yet" (`event_reason_for` returns None) are not posted: they change every pass.
+- A consolidation dropped on re-validation is `Unconsolidatable`; a node with an unreadable pod is a
+  `DisruptionBlocked` Warning; a node whose disruption started gets `Disrupting`; a decision abandoned because
+  a replacement could not be launched gets a `DisruptionBlocked` Warning on each of its nodes.
+- Each (node, reason) is posted again only when its message changed other than in its numbers, or after
+  `EVENT_REPEAT_S`: "empty for 31 s" and "empty for 41 s" are the same Event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from longshore.core.disruption import planner
+from longshore.ports.kube import Cluster, KubeEvent, Manifest, ObjectRef
+
+EVENT_REPEAT_S: Final = 30 * 60.0
+
+# Passed-over reasons that only say "not yet": no Event (they change every pass).
+_TRANSIENT_PREFIXES: Final = ("empty for ", "pods changed ", "nothing to do")
+_UNCONSOLIDATABLE_MARKERS: Final = (
+    "no cheaper option",
+    "cheapest replacement is the same type",
+    "spot-to-spot",
+    "not worth the disruption",
+    "would have nowhere to go",
+    "only removes empty nodes",
+    "never consolidates",
+)
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def event_reason_for(passed_over: str) -> str | None:
+    """The Event reason for a passed-over reason: `Unconsolidatable`, `DisruptionBlocked`, or None (transient)."""
+    if passed_over.startswith(_TRANSIENT_PREFIXES):
+        return None
+    if passed_over.startswith(("drifted (", "expired but")):
+        return "DisruptionBlocked"
+    if any(marker in passed_over for marker in _UNCONSOLIDATABLE_MARKERS):
+        return "Unconsolidatable"
+    return "DisruptionBlocked"
+
+
+class NodeEvents:
+    """Posts Events on nodes through the cluster port, each repeated only as the module docstring says."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._posted: dict[tuple[str, str], tuple[str, float]] = {}  # (node, reason) -> (message, when)
+
+    def post(
+        self,
+        node_manifests: Mapping[str, Manifest],
+        node: str,
+        reason: str,
+        message: str,
+        now: float,
+        *,
+        warning: bool = False,
+    ) -> bool:
+        """Post one Event on `node` (its uid from `node_manifests`); False when it was a repeat."""
+        key = (node, reason)
+        normal = _NUMBERS.sub("#", message)
+        previous = self._posted.get(key)
+        if previous is not None and previous[0] == normal and now - previous[1] < EVENT_REPEAT_S:
+            return False
+        manifest = node_manifests.get(node) or {}
+        uid = str((manifest.get("metadata") or {}).get("uid") or "")
+        self.cluster.post_event(
+            KubeEvent(
+                ObjectRef(kind="Node", name=node, uid=uid),
+                reason,
+                message,
+                "Warning" if warning else "Normal",
+            )
+        )
+        self._posted[key] = (normal, now)
+        return True
+
+    def explain(
+        self,
+        plan: planner.DisruptionPlan,
+        dropped: Sequence[tuple[planner.Decision, str]],
+        node_manifests: Mapping[str, Manifest],
+        unreadable: Mapping[str, str],
+        now: float,
+    ) -> int:
+        """Post why nodes were passed over, dropped on re-validation, or unreadable; returns how many posted."""
+        posted = 0
+        for skipped in plan.passed_over:
+            reason = event_reason_for(skipped.reason)
+            if reason is not None:
+                posted += self.post(node_manifests, skipped.node, reason, skipped.reason, now)
+        for decision, why in dropped:
+            for node in decision.node_names:
+                posted += self.post(
+                    node_manifests, node, "Unconsolidatable", f"re-validation failed: {why}", now
+                )
+        for node, why in sorted(unreadable.items()):
+            posted += self.post(node_manifests, node, "DisruptionBlocked", why, now, warning=True)
+        return posted
+
+
+def describe_decision(decision: planner.Decision) -> str:
+    """One line for people: reason, nodes, replacements and the saving."""
+    parts = [f"{decision.reason}: {decision.explanation}"]
+    if decision.replacements:
+        parts.append(
+            "replacements first: "
+            + ", ".join(
+                f"{c.instance_type} ({c.capacity_type}, {c.zone}, ${c.price_per_hour:.4f}/h)"
+                for c in decision.replacements
+            )
+        )
+    if decision.savings_per_hour and "saving $" not in decision.explanation:
+        parts.append(f"saves ${decision.savings_per_hour:.4f}/h")
+    return "; ".join(parts)

@@ -172,6 +172,29 @@ def test_post_event(emulator: KubeApiEmulator, kube: KubeCluster) -> None:
     assert all(e["source"]["component"] == "longshore" and e["firstTimestamp"] for e in events)
 
 
+def test_a_repeated_event_is_counted_on_the_one_there_whoever_posts_it(
+    emulator: KubeApiEmulator, clock: VirtualClock
+) -> None:
+    # GIVEN two containers' adapters (a cold start posts what the warm one already posted)
+    seed(emulator)
+    apis = [emulator.api_client(), emulator.api_client()]
+    warm, cold = (KubeCluster(api, sleep=lambda _: None, now=clock.now) for api in apis)
+    blocked = ObjectRef("Node", "n1", uid="u1")
+    # WHEN the same Event is posted three times, its numbers changing, and then a different one
+    warm.post_event(KubeEvent(blocked, "DisruptionBlocked", "pdb web allows 0 of 3", "Warning"))
+    clock.advance(40)
+    cold.post_event(KubeEvent(blocked, "DisruptionBlocked", "pdb web allows 0 of 4", "Warning"))
+    cold.post_event(KubeEvent(blocked, "DisruptionBlocked", "pdb web allows 0 of 4", "Warning"))
+    cold.post_event(KubeEvent(blocked, "Unconsolidatable", "no cheaper option", "Normal"))
+    # THEN there are two Events; the repeated one counts 3 and carries the latest message and time
+    events = sorted(emulator.store.list("events"), key=lambda e: e["reason"])
+    assert [(e["reason"], e["count"]) for e in events] == [("DisruptionBlocked", 3), ("Unconsolidatable", 1)]
+    assert events[0]["message"] == "pdb web allows 0 of 4"
+    assert events[0]["lastTimestamp"] != events[0]["firstTimestamp"]
+    for api in apis:
+        api.close()
+
+
 def test_transient_failures_are_retried(
     emulator: KubeApiEmulator, kube: KubeCluster, slept: list[float]
 ) -> None:

@@ -6,6 +6,7 @@ Rules:
   a random sequence of steps on virtual time over `DURATION_S`: workload scale changes (up and down), spot
   interruption warnings, rebalance recommendations and AWS Health scheduled changes on random nodes,
   capacity errors on the cheapest types, a provisioner killed between its fleet request and its record,
+  the workflow-steps Lambda dying after a step's work and before its answer,
   Kubernetes API errors (5xx, 429) for tens of seconds, DynamoDB throttling (up to twice what the retries
   absorb), planner cold starts, new AMI releases (drift),
   manual rotations, and `kubectl delete node`.
@@ -64,7 +65,8 @@ def _step(rng: random.Random, kind: str, at: float) -> dict[str, Any]:
         types = rng.sample(["m5.large", "c5.large", "m6i.large", "c6i.large", "r5.large"], 2)
         return {"at": at, "unavailable": {"instanceTypes": types, "duration": rng.choice(["5m", "15m"])}}
     if kind == "crash":
-        return {"at": at, "crash": {"point": rng.choice(["after-launch-before-record", "before-launch"])}}
+        point = rng.choice(["after-launch-before-record", "before-launch", "workflow-step-after-work"])
+        return {"at": at, "crash": {"point": point, "times": rng.randint(1, 3)}}
     if kind == "api-errors":
         return {
             "at": at,

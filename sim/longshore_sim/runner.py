@@ -570,11 +570,15 @@ class ScenarioRunner:
         elif step.unavailable is not None:
             note = self._make_unavailable(step)
         elif step.crash is not None:
-            if step.crash.point == "after-launch-before-record":
-                world.fleet.crash_after_create_fleet += 1
+            if step.crash.point == "workflow-step-after-work":
+                world.step_crashes += step.crash.times
+                note = f"t={step.at:g}s: the next {step.crash.times} workflow step(s) crash after their work"
             else:
-                self._crash_before_launch += 1
-            note = f"t={step.at:g}s: the next launch crashes the provisioner ({step.crash.point})"
+                if step.crash.point == "after-launch-before-record":
+                    world.fleet.crash_after_create_fleet += 1
+                else:
+                    self._crash_before_launch += 1
+                note = f"t={step.at:g}s: the next launch crashes the provisioner ({step.crash.point})"
         elif step.event is not None:
             note = self._deliver_event(step)
         elif step.rotate is not None:

@@ -75,9 +75,12 @@ class Unavailable(_Strict):
 
 
 class Crash(_Strict):
-    """Kill the provisioner at a point of its next pass (the Lambda dies; the next run must recover)."""
+    """Kill a function at a point: the provisioner in its next launch (the next run must recover), or the
+    workflow-steps Lambda after the next `times` steps did their work but before they answered (Step
+    Functions sees `Lambda.Unknown` and retries the step, which must be idempotent)."""
 
-    point: Literal["after-launch-before-record", "before-launch"]
+    point: Literal["after-launch-before-record", "before-launch", "workflow-step-after-work"]
+    times: int = Field(1, ge=1, le=20)
 
 
 class Event(_Strict):

@@ -754,6 +754,9 @@ class StepFunctionsSimulator:
         self._event(execution, "LambdaFunctionStarted", state=where)
         try:
             result = self._invoke(resource, payload)
+        except StatesError as failure:  # the Lambda service's own errors (`Lambda.Unknown`...)
+            self._event(execution, "LambdaFunctionFailed", state=where, detail=failure.error)
+            raise
         except Exception as error:  # a Lambda function error: its class name is the state's error name
             name = type(error).__name__
             self._event(execution, "LambdaFunctionFailed", state=where, detail=name)

@@ -109,6 +109,8 @@ class SimulatedWorld:
         self.time = VirtualTime(self.clock, self.sleep)
         self._muted: list[tuple[logging.Handler, int]] = []
         self.step_observers: list[Callable[[str, dict[str, Any]], None]] = []
+        self.step_crashes = 0  # workflow steps still to crash after their work (scenario `crash`)
+        self._crashed_last = False
         self.provisioner_triggers: list[Callable[[str], None]] = []
         self.planner_triggers: list[Callable[[str], None]] = []
         self.triggered: list[tuple[float, str]] = []
@@ -410,6 +412,15 @@ class SimulatedWorld:
         from longshore.wiring.workflow_steps import process_step
 
         result = process_step(payload, self.step_ports, self.metrics)
+        if self.step_crashes > 0 and not self._crashed_last:
+            # the runtime dies after the work, before the answer (a timeout, an OOM kill); its retry is let
+            # through, so the crashes fall on successive steps
+            from longshore_sim.stepfunctions import StatesError
+
+            self.step_crashes -= 1
+            self._crashed_last = True
+            raise StatesError("Lambda.Unknown", "the function's runtime exited before answering (injected)")
+        self._crashed_last = False
         step = str(payload.get("step") if isinstance(payload, dict) else "")
         for observer in self.step_observers:
             observer(step, result)

@@ -110,6 +110,17 @@ def test_a_throttled_claim_table_slows_passes_but_fails_none() -> None:
     )
 
 
+def test_workflow_steps_that_crash_after_their_work_are_retried_and_change_nothing() -> None:
+    # The steps Lambda dies after 6 successive steps' work (Lambda.Unknown): each is retried with the same
+    # input; the rotation completes with one replacement, one termination and no duplicate launch.
+    runner, summary = run("workflow-step-crashes")
+    assert_clean(summary)
+    assert runner.world.step_crashes == 0  # all 6 crashes happened
+    assert summary["workflows"]["rotations"] == {next(iter(summary["workflows"]["rotations"])): "SUCCEEDED"}
+    assert summary["disruptions_by_reason"] == {"rotation": 1}
+    assert (summary["nodes_launched"], summary["nodes_terminated"]) == (3, 1)
+
+
 def test_duplicate_foreign_health_and_rebalance_events_each_end_as_they_should() -> None:
     runner, summary = run("interruption-events")
     assert_clean(summary)

@@ -49,10 +49,13 @@ class TransientStepError(StepError):
     """Worth retrying (the cluster or AWS was briefly unavailable)."""
 
 
-#: Errors Step Functions retries on every Lambda task, with backoff.
+#: Errors Step Functions retries on every Lambda task, with backoff. `Lambda.Unknown` is a function whose
+#: runtime died without answering (a timeout, an out-of-memory kill) possibly after doing the step's work:
+#: every step is idempotent, so repeating it with the same input is safe.
 RETRYABLE_ERRORS: tuple[str, ...] = (
     "TransientStepError",
     "ClusterUnavailableError",
+    "Lambda.Unknown",
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",

@@ -87,14 +87,8 @@ class ProvisionerRuntime:
 
 
 def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> ProvisionerRuntime:
-    """Wire the production adapters of one container (`sink`: where metrics go; default EMF via Powertools)."""
-    from longshore.adapters.kube.karpenter import KubeKarpenterObjects
-
-    if sink is None:
-        from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
-        from longshore.wiring.observability import metrics
-
-        sink = PowertoolsMetricsSink(metrics())
+    """Wire the production adapters of one container (`sink`: where metrics go; default `wiring.metrics`, EMF
+    through Powertools). In shadow mode the runtime hands out the `adapters.shadow` stand-ins."""
     cluster = wiring.kube_cluster(cached=True)  # the container's watch cache of pods and nodes
     return ProvisionerRuntime(
         config=wiring.config,
@@ -106,11 +100,9 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         instances=wiring.instances,
         catalog=wiring.catalog_loader(wiring.subnet_zones),
         clock=wiring.clock,
-        metrics=sink,
+        metrics=sink if sink is not None else wiring.metrics,
         config_text=wiring.config_text,
-        karpenter=KarpenterObjectSync(
-            KubeKarpenterObjects(wiring.kube_api, sleep=wiring.clock.sleep), cluster, wiring.clock
-        ),
+        karpenter=KarpenterObjectSync(wiring.karpenter_objects, cluster, wiring.clock),
         verdicts=wiring.pool_verdicts,
         workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
     )
@@ -119,7 +111,7 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
 def build_runtime(settings: Any, **options: Any) -> ProvisionerRuntime:
     """The provisioner of a `Runtime(settings, **options)` (tests: moto and the API emulator)."""
     sink = options.pop("sink", None)
-    return build_provisioner(Runtime(settings, **options), sink)
+    return build_provisioner(Runtime(settings, metrics=sink, **options), sink)
 
 
 CONTAINER: Container[ProvisionerRuntime] = Container(build_provisioner)

@@ -355,6 +355,7 @@ class ScenarioRunner:
         retry_gap_s: float = 1.0,
         settings: ProvisionerSettings | None = None,
         lenient_steps: bool = False,
+        karpenter_objects: bool = False,
     ) -> None:
         for step in scenario.steps:
             if step.event is not None and not scenario.resolve(step.event.file).is_file():
@@ -364,6 +365,10 @@ class ScenarioRunner:
                 )
         self.scenario = scenario
         self.lenient_steps = lenient_steps  # a step with no node to act on is noted and skipped (chaos runs)
+        self.karpenter_objects = (
+            karpenter_objects  # NodeClaims after every invocation (`longshore_sim.karpenter`)
+        )
+        self._objects: Any = None
         self.progress = progress
         self.lambda_timeout_s = lambda_timeout_s
         self.retry_gap_s = retry_gap_s
@@ -415,6 +420,10 @@ class ScenarioRunner:
             for step in self.scenario.ordered_steps():
                 world.clock.call_at(self.start + step.at, functools.partial(self._apply_step, step))
             self.planner.schedule(self.start)
+            if self.karpenter_objects:
+                from longshore_sim.karpenter import KarpenterObjects
+
+                self._objects = KarpenterObjects(world)
             self._drive()
             world.advance_to(self.end)
             self._observe()
@@ -461,6 +470,8 @@ class ScenarioRunner:
                 world.cluster.sync_ec2()
                 self._sleep_unless_triggered(clock.now() + self.retry_gap_s)  # Lambda's async retry
                 continue
+            if self._objects is not None:
+                self._objects.publish()
             if report.stopped != "quiet":
                 # The schedule's events queued behind the reserved concurrency of 1 start the next one.
                 self._sleep_unless_triggered(clock.now() + self.retry_gap_s)
@@ -509,6 +520,8 @@ class ScenarioRunner:
 
     def _quiet(self) -> bool:
         self.world.cluster.reconcile()  # controllers first: a new Deployment has no pods until they run
+        if self._objects is not None and self._objects.deletion_pending():
+            return False
         for pod in self.world.cluster.store.view("pods"):
             phase = (pod.get("status") or {}).get("phase")
             if phase in ("Succeeded", "Failed"):

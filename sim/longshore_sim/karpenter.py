@@ -4,7 +4,9 @@ The deployed provisioner ends every invocation with `services.karpenter_sync.pub
 claim, pool status, and the `deleted` disruption of the node of every NodeClaim a user deleted. The simulation
 runs the same function after each of its provisioner invocations when the runner asks for it
 (`ScenarioRunner(karpenter_objects=True)`, on in the sandbox), so `kubectl get nodeclaims` and `kubectl delete
-nodeclaim` work against the emulator. Off by default: the shipped scenarios are measured without it.
+nodeclaim` work against the emulator. The planner then also writes the conditions it decides (Drifted,
+Consolidatable, Disrupting: `services.claim_conditions`) after each pass, as the deployed planner does.
+Off by default: the shipped scenarios are measured without it.
 
 A deleted NodeClaim or Node (`kubectl delete nodeclaim|node`) wakes the provisioner (`SimulatedWorld.trigger`):
 deployed, the next scheduled invocation (within a minute) notices it; the runner skips scheduled invocations
@@ -36,6 +38,24 @@ class KarpenterObjects:
             KubeKarpenterObjects(world.api_client, sleep=world.sleep), world.kube, world.time
         )
         world.cluster.store.admission.append(self._on_admission)
+        self._planner_conditions(world)
+
+    def _planner_conditions(self, world: SimulatedWorld) -> None:
+        """Every planner the world builds (a cold start too) writes its NodeClaim conditions."""
+        from dataclasses import replace
+
+        from longshore.services.claim_conditions import NodeClaimConditions
+
+        conditions = NodeClaimConditions(self._sync)
+        build = world._new_planner
+
+        def with_conditions() -> Any:
+            service = build()
+            service.ports = replace(service.ports, conditions=conditions)
+            return service
+
+        world._new_planner = with_conditions
+        world.planner.ports = replace(world.planner.ports, conditions=conditions)
 
     def _on_admission(self, operation: str, plural: str, obj: Any, old: Any) -> None:
         if operation == "DELETE" and plural in ("nodeclaims", "nodes"):

@@ -130,6 +130,20 @@ def test_nodeclaims_show_karpenters_columns_and_deleting_a_node_or_a_nodeclaim_d
     assert ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"] in headers
     assert ["NAME", "STATUS", "ROLES", "AGE", "VERSION"] in headers
     claim = _names(sandbox, "nodeclaims")[0]
+    _wait(
+        "the planner marks it Consolidatable once consolidateAfter (30 s) has passed",
+        lambda: (
+            "True"
+            in kubectl(
+                sandbox,
+                "get",
+                "nodeclaim",
+                claim,
+                "-o",
+                'jsonpath={.status.conditions[?(@.type=="Consolidatable")].status}',
+            )
+        ),
+    )
     node = kubectl(sandbox, "get", "nodeclaim", claim, "-o", "jsonpath={.status.nodeName}")
     instance = kubectl(sandbox, "get", "nodeclaim", claim, "-o", "jsonpath={.status.providerID}").split("/")[
         -1

@@ -3,8 +3,9 @@
 The planner of a container holds the cluster config it was built with (rebuilt when the config changes), the
 claim table, the EKS API through the kubernetes client, the disruption state machine (with surge starts: a
 disruption whose replacement the planner already launched carries that claim, which the workflow's
-LaunchReplacement step adopts instead of launching another), the claim launcher for replacements and the AMI
-resolver for drift. `process` is one invocation's loop: a pass, then another whenever `next_pass_at` asks for
+LaunchReplacement step adopts instead of launching another), the claim launcher for replacements, the AMI
+resolver for drift, and Karpenter's NodeClaims, whose Drifted, Consolidatable and Disrupting conditions it
+writes after each pass (`services.claim_conditions`). `process` is one invocation's loop: a pass, then another whenever `next_pass_at` asks for
 one within the remaining time.
 """
 
@@ -26,12 +27,15 @@ DEADLINE_MARGIN_S = 15.0
 def build_planner(wiring: Runtime) -> DisruptionService:
     """The planner of one container, on the production adapters (names in docs/contracts.md)."""
     from longshore.adapters.aws.amis import AmiResolver, ResolvedImages
+    from longshore.services.claim_conditions import NodeClaimConditions
     from longshore.services.disruption import PlannerPorts
+    from longshore.services.karpenter_sync import KarpenterObjectSync
 
     config, clock = wiring.config, wiring.clock
     ec2, ssm = wiring.client("ec2"), wiring.client("ssm")
+    cluster = wiring.kube_cluster("longshore-disruption", cached=True)
     ports = PlannerPorts(
-        cluster=wiring.kube_cluster("longshore-disruption", cached=True),
+        cluster=cluster,
         claims=wiring.claims,
         offerings=wiring.offerings,
         workflow=wiring.workflows,  # Step Functions with surge starts (shadow mode: starts nothing)
@@ -40,6 +44,7 @@ def build_planner(wiring: Runtime) -> DisruptionService:
         metrics=wiring.metrics,
         images=ResolvedImages(lambda: AmiResolver(ssm, ec2), config.kubernetes_version, clock.now),
         lease=wiring.lease,
+        conditions=NodeClaimConditions(KarpenterObjectSync(wiring.karpenter_objects, cluster, clock)),
     )
     return DisruptionService(config, wiring.catalog_loader(), ports, logger)
 

@@ -163,6 +163,7 @@ class LongshoreCluster(Construct):
             "LONGSHORE_INTERRUPTION_QUEUE_URL": self.interruption.queue.queue_url,
             "LONGSHORE_PROVISIONER_FUNCTION_NAME": function_names["provisioner"],
             "LONGSHORE_PLANNER_FUNCTION_NAME": function_names["planner"],
+            "LONGSHORE_MODE": settings.mode,  # shadow: decide and measure, write nothing (adapters.shadow)
             "POWERTOOLS_SERVICE_NAME": naming.service_name(cluster),
             "POWERTOOLS_METRICS_NAMESPACE": telemetry.NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": POWERTOOLS_LOG_LEVEL,

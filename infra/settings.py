@@ -17,6 +17,8 @@ optional):
   accessEntry        "false" to skip the EKS access entry (clusters still on the aws-auth ConfigMap).
   dashboard          "false" to skip the dashboard ($3/month beyond CloudWatch's 3 free ones); alarms stay.
   logRetentionDays   retention of the functions' and state machines' log groups (default 30).
+  mode               "active" (default) or "shadow": every function decides, logs and measures (ShadowWould*
+                     metrics) but writes nothing to EC2 or Kubernetes (LONGSHORE_MODE on every function).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ LOG_RETENTION_DAYS = (
     3653,
 )
 """CloudWatch's retention periods, in the order of `aws_logs.RetentionDays` (a test checks the pairing)."""
+MODES = ("active", "shadow")
+"""What the functions do with their decisions: carry them out, or only log and measure them."""
 
 
 class SettingsError(ValueError):
@@ -78,6 +82,11 @@ class DeploymentSettings:
     access_entry: bool = True
     dashboard: bool = True
     log_retention_days: int = 30
+    mode: str = "active"
+
+    @property
+    def shadow(self) -> bool:
+        return self.mode == "shadow"
 
     @classmethod
     def from_context(cls, lookup: Callable[[str], object]) -> DeploymentSettings:
@@ -115,6 +124,9 @@ class DeploymentSettings:
                     f"{', '.join(map(str, LOG_RETENTION_DAYS))}"
                 )
             days = int(retention)
+        mode = (_text(lookup, "mode") or "active").lower()
+        if mode not in MODES:
+            raise SettingsError(f"context 'mode': {mode!r} is not one of {', '.join(MODES)}")
         return cls(
             account=account,
             vpc=VpcPlacement(subnets, groups) if subnets else None,
@@ -124,6 +136,7 @@ class DeploymentSettings:
             access_entry=access_entry,
             dashboard=dashboard,
             log_retention_days=days,
+            mode=mode,
         )
 
 

@@ -356,6 +356,7 @@ class ScenarioRunner:
         settings: ProvisionerSettings | None = None,
         lenient_steps: bool = False,
         cost_bound: bool = True,
+        karpenter_objects: bool = False,
     ) -> None:
         for step in scenario.steps:
             if step.event is not None and not scenario.resolve(step.event.file).is_file():
@@ -368,6 +369,10 @@ class ScenarioRunner:
         self.cost_bound = (
             cost_bound  # solve the LP lower bounds for the summary (chaos, judging rules only, skips)
         )
+        self.karpenter_objects = (
+            karpenter_objects  # NodeClaims after every invocation (`longshore_sim.karpenter`)
+        )
+        self._objects: Any = None
         self.progress = progress
         self.lambda_timeout_s = lambda_timeout_s
         self.retry_gap_s = retry_gap_s
@@ -419,6 +424,10 @@ class ScenarioRunner:
             for step in self.scenario.ordered_steps():
                 world.clock.call_at(self.start + step.at, functools.partial(self._apply_step, step))
             self.planner.schedule(self.start)
+            if self.karpenter_objects:
+                from longshore_sim.karpenter import KarpenterObjects
+
+                self._objects = KarpenterObjects(world)
             self._drive()
             world.advance_to(self.end)
             self._observe()
@@ -465,6 +474,8 @@ class ScenarioRunner:
                 world.cluster.sync_ec2()
                 self._sleep_unless_triggered(clock.now() + self.retry_gap_s)  # Lambda's async retry
                 continue
+            if self._objects is not None:
+                self._objects.publish()
             if report.stopped != "quiet":
                 # The schedule's events queued behind the reserved concurrency of 1 start the next one.
                 self._sleep_unless_triggered(clock.now() + self.retry_gap_s)
@@ -513,6 +524,8 @@ class ScenarioRunner:
 
     def _quiet(self) -> bool:
         self.world.cluster.reconcile()  # controllers first: a new Deployment has no pods until they run
+        if self._objects is not None and self._objects.deletion_pending():
+            return False
         for pod in self.world.cluster.store.view("pods"):
             phase = (pod.get("status") or {}).get("phase")
             if phase in ("Succeeded", "Failed"):

@@ -55,6 +55,7 @@ class SandboxRunner(ScenarioRunner):
         on_ready: Callable[[Any], None] | None = None,
         **options: Any,
     ) -> None:
+        options.setdefault("karpenter_objects", True)  # NodeClaims for kubectl, as the functions write them
         super().__init__(scenario, **options)
         if speed <= 0:
             raise ValueError(f"speed must be positive, got {speed}")

@@ -145,3 +145,49 @@ def test_nodeclaims_longshore_did_not_write_are_left_alone(world) -> None:  # ty
     emulator.store.create("nodeclaims", {"metadata": {"name": "karpenters-own"}, "spec": {}})
     assert sync.publish_claims([], {}).released == ()
     assert [o["metadata"]["name"] for o in emulator.store.list("nodeclaims", None)] == ["karpenters-own"]
+
+
+class RecordingWorkflow:
+    def __init__(self) -> None:
+        self.commands: list[Any] = []
+
+    def start(self, command: Any) -> Any:
+        from longshore.ports.workflow import StartResult
+
+        self.commands.append(command)
+        return StartResult(started=len(self.commands) == 1, execution_name=command.execution_name())
+
+
+def test_a_deleted_nodeclaim_starts_the_drain_kubectl_delete_node_starts(world) -> None:  # type: ignore[no-untyped-def]
+    from longshore.core.commands import DisruptionCommand
+    from longshore.services.karpenter_sync import publish
+
+    emulator, _, sync, clock = world
+    workflow = RecordingWorkflow()
+    launching = NodeClaim(id="default-new", nodepool="default", node_class="default", state="launched")
+    publish(sync, [claim(), launching], (), workflow, clock.now())
+    assert workflow.commands == [], "nothing is deleted yet"
+    emulator.store.delete("nodeclaims", "default-abc12")  # kubectl delete nodeclaim default-abc12
+    assert emulator.store.get("nodeclaims", "default-abc12")["metadata"]["deletionTimestamp"]
+
+    publish(sync, [claim(), launching], (), workflow, clock.now())
+    publish(sync, [claim(), launching], (), workflow, clock.now())  # every pass while the object lingers
+
+    (command, again) = workflow.commands
+    assert (command.reason, command.instance_id, command.node_name, command.claim_id) == (
+        "deleted",
+        "i-0123",
+        "ip-10-0-0-9.ec2.internal",
+        "default-abc12",
+    )
+    assert not command.replace, "like Karpenter: pods that need a node get one from the provisioner"
+    # the same execution as `kubectl delete node` of that node (`services.lifecycle`): deleting both starts
+    # one drain, and a start while it runs is a no-op
+    by_node = DisruptionCommand(
+        "i-0123", "deleted", node_name=command.node_name, requested_at=clock.now() + 60
+    )
+    assert again.execution_name() == command.execution_name() == by_node.execution_name() == "deleted-i-0123"
+    # the workflow forgets the claim at its end; the object is then released
+    assert "default-abc12" in publish(sync, [launching], (), workflow, clock.now()).released
+    assert [o["metadata"]["name"] for o in emulator.store.list("nodeclaims", None)] == ["default-new"]
+    assert len(workflow.commands) == 2, "a launched claim without an instance has nothing to drain"

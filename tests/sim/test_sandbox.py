@@ -7,8 +7,9 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,19 +33,31 @@ spec:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[Path]:
+def sandbox_world(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    """The sandbox's kubeconfig, and its world (to look at what kubectl cannot see: executions, instances)."""
     kubeconfig = tmp_path / "kubeconfig"
     ready, stop = threading.Event(), threading.Event()
+    worlds: list[Any] = []
+
+    def on_ready(world: Any) -> None:
+        worlds.append(world)
+        ready.set()
+
     runner = SandboxRunner(
-        load_scenario("sandbox"), kubeconfig=kubeconfig, speed=20.0, stop=stop, on_ready=lambda _: ready.set()
+        load_scenario("sandbox"), kubeconfig=kubeconfig, speed=20.0, stop=stop, on_ready=on_ready
     )
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
     assert ready.wait(60), "the sandbox did not start"
-    yield kubeconfig
+    yield kubeconfig, worlds[0]
     stop.set()
     thread.join(60)
     assert not thread.is_alive(), "the sandbox did not stop"
+
+
+@pytest.fixture
+def sandbox(sandbox_world: tuple[Path, Any]) -> Path:
+    return sandbox_world[0]
 
 
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
@@ -72,3 +85,88 @@ def test_a_deployment_applied_with_kubectl_runs_on_nodes_longshore_launches(sand
     assert phases == ["Running"] * 3
     nodes = kubectl(sandbox, "get", "nodes", "-L", "karpenter.sh/nodepool")
     assert "Ready" in nodes and "general" in nodes
+
+
+def _wait(what: str, check: Callable[[], bool], seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(1)
+    raise AssertionError(f"not within {seconds:.0f} s of wall time: {what}")
+
+
+def _names(sandbox: Path, kind: str) -> list[str]:
+    return kubectl(sandbox, "get", kind, "-o", "jsonpath={.items[*].metadata.name}").split()
+
+
+def _drained(world: Any, instance: str) -> bool:
+    """The `deleted` disruption of `instance` ran to its end in the sandbox's Step Functions."""
+    return any(
+        e.name.startswith(f"deleted-{instance}") and e.status == "SUCCEEDED"
+        for e in world.sfn.executions(world.workflows.disruption_arn)
+    )
+
+
+def _running(sandbox: Path) -> bool:
+    phases = kubectl(sandbox, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.phase}")
+    return phases.split() == ["Running"] * 3
+
+
+def test_nodeclaims_show_karpenters_columns_and_deleting_a_node_or_a_nodeclaim_drains_it(
+    sandbox_world: tuple[Path, Any],
+) -> None:
+    sandbox, world = sandbox_world
+    # GIVEN the Deployment running on nodes Longshore launched
+    kubectl(sandbox, "apply", "-f", "-", stdin=DEPLOYMENT)
+    _wait("the pods run", lambda: _running(sandbox))
+    _wait(
+        "every node has its NodeClaim",
+        lambda: len(_names(sandbox, "nodeclaims")) == len(_names(sandbox, "nodes")),
+    )
+    # THEN `kubectl get nodepools,nodeclaims,nodes` prints Karpenter's columns (and the API server's for nodes)
+    tables = kubectl(sandbox, "get", "nodepools,nodeclaims,nodes")
+    headers = [line.split() for line in tables.splitlines() if line.startswith("NAME")]
+    assert ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"] in headers
+    assert ["NAME", "STATUS", "ROLES", "AGE", "VERSION"] in headers
+    claim = _names(sandbox, "nodeclaims")[0]
+    _wait(
+        "the planner marks it Consolidatable once consolidateAfter (30 s) has passed",
+        lambda: (
+            "True"
+            in kubectl(
+                sandbox,
+                "get",
+                "nodeclaim",
+                claim,
+                "-o",
+                'jsonpath={.status.conditions[?(@.type=="Consolidatable")].status}',
+            )
+        ),
+    )
+    node = kubectl(sandbox, "get", "nodeclaim", claim, "-o", "jsonpath={.status.nodeName}")
+    instance = kubectl(sandbox, "get", "nodeclaim", claim, "-o", "jsonpath={.status.providerID}").split("/")[
+        -1
+    ]
+    assert node in _names(sandbox, "nodes") and instance.startswith("i-")
+
+    # WHEN a user deletes the NodeClaim, THEN its node is drained and terminated as Karpenter does, the claim
+    # goes, and the pods run again (on a replacement when they need one)
+    kubectl(sandbox, "delete", "nodeclaim", claim, "--wait=false")
+    _wait("the NodeClaim's node is gone", lambda: node not in _names(sandbox, "nodes"))
+    _wait("the NodeClaim is gone", lambda: claim not in _names(sandbox, "nodeclaims"))
+    _wait("the pods run again", lambda: _running(sandbox))
+    assert _drained(world, instance), "through the disruption workflow (drain, terminate), reason `deleted`"
+    assert instance not in {i["InstanceId"] for i in world.live_instances()}
+
+    # WHEN a user deletes a Node, THEN the finalizer holds it until it is drained and its instance terminated
+    node = _names(sandbox, "nodes")[0]
+    instance = kubectl(sandbox, "get", "node", node, "-o", "jsonpath={.spec.providerID}").split("/")[-1]
+    kubectl(sandbox, "delete", "node", node, "--wait=false")
+    _wait("the deleted node is gone", lambda: node not in _names(sandbox, "nodes"))
+    _wait("the pods run again", lambda: _running(sandbox))
+    assert _drained(world, instance)
+    _wait(
+        "its NodeClaim went with it",
+        lambda: len(_names(sandbox, "nodeclaims")) == len(_names(sandbox, "nodes")),
+    )

@@ -9,16 +9,23 @@ Rules:
   same pods again next pass, as it would while a real launch failed: counts of would-launch decisions are per
   pass, not per node. A would-be disruption answers "not started", so nothing is tainted or drained.
 - The claim table is Longshore's own state, not the world's: leases and planner state are still written.
+- Instances are read and never terminated or tagged; Karpenter's objects (NodePool, EC2NodeClass and NodeClaim
+  status, NodeClaims) are read and never written.
+- `wiring.runtime.Runtime` puts these in front of the real adapters when the function's `LONGSHORE_MODE` is
+  `shadow` (`cdk deploy -c mode=shadow` sets it on every function), so every function's `build_*` gets them.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from longshore.core import telemetry
-from longshore.core.claims import LaunchRequest, LaunchResult
-from longshore.core.commands import DisruptionCommand
+from longshore.core.claims import CloudInstance, LaunchRequest, LaunchResult
+from longshore.core.commands import DisruptionCommand, RotationRequest
+from longshore.ports.cloud import Instances
+from longshore.ports.karpenter import KarpenterObjects, Kind
 from longshore.ports.kube import Cluster, EvictionResult, KubeEvent, Manifest, NodePatch
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.workflow import StartResult
@@ -62,6 +69,64 @@ class ShadowWorkflow:
         log.info("shadow: would disrupt node", extra={"command": repr(command)})
         self._metrics.emit(telemetry.SHADOW_WOULD_DISRUPT, 1, "Count", {"Reason": str(command.reason)})
         return StartResult(started=False, execution_name=f"shadow-{command.execution_name()}")
+
+    def start_surge(
+        self, command: DisruptionCommand, replacement_claim_id: str, give_up_at: float | None
+    ) -> StartResult:
+        log.info(
+            "shadow: would disrupt node after its replacement",
+            extra={"command": repr(command), "replacement": replacement_claim_id},
+        )
+        return self.start(command)
+
+    def start_rotation(self, request: RotationRequest) -> StartResult:
+        log.info("shadow: would rotate nodes", extra={"nodes": list(request.nodes)})
+        self._metrics.emit(
+            telemetry.SHADOW_WOULD_DISRUPT, len(request.nodes), "Count", {"Reason": "rotation"}
+        )
+        return StartResult(started=False, execution_name="shadow-rotation")
+
+
+class ShadowInstances:
+    """`ports.cloud.Instances` (and `InstanceTags`) that reads the real instances and terminates or tags none."""
+
+    def __init__(self, real: Instances) -> None:
+        self._real = real
+
+    def describe(self, instance_ids: Iterable[str]) -> tuple[CloudInstance, ...]:
+        return self._real.describe(instance_ids)
+
+    def list_owned(self) -> tuple[CloudInstance, ...]:
+        return self._real.list_owned()
+
+    def find_by_claim(self, claim_id: str) -> CloudInstance | None:
+        return self._real.find_by_claim(claim_id)
+
+    def terminate(self, instance_ids: Iterable[str]) -> None:
+        log.info("shadow: would terminate instances", extra={"instances": sorted(instance_ids)})
+
+    def tag(self, instance_ids: Iterable[str], tags: Iterable[tuple[str, str]]) -> None:
+        log.info("shadow: would tag instances", extra={"instances": sorted(instance_ids), "tags": dict(tags)})
+
+
+class ShadowKarpenterObjects:
+    """`ports.karpenter.KarpenterObjects` that reads the cluster's objects and writes none."""
+
+    def __init__(self, real: KarpenterObjects) -> None:
+        self._real = real
+
+    def list_objects(self, kind: Kind) -> tuple[dict[str, Any], ...]:
+        return self._real.list_objects(kind)
+
+    def write_status(self, kind: Kind, name: str, status: Mapping[str, Any]) -> None:
+        log.debug("shadow: would write status", extra={"kind": kind, "name": name})
+
+    def apply(self, kind: Kind, obj: Mapping[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name")
+        log.debug("shadow: would apply object", extra={"kind": kind, "name": name})
+
+    def release_object(self, kind: Kind, name: str) -> None:
+        log.info("shadow: would release object", extra={"kind": kind, "name": name})
 
 
 class ShadowCluster:

@@ -6,13 +6,16 @@ explicit values and tests can build settings without touching `os.environ` (pass
 every function needs are required and a missing one is reported by its variable name; the ones only some
 functions use (state machine ARNs, queue URL, provisioner and planner functions) are optional here and checked where used
 with `settings.require("disruption_state_machine_arn")`, which names the variable that is missing.
+`LONGSHORE_MODE` is `active` (the default) or `shadow` (`cdk deploy -c mode=shadow`): in shadow mode the wiring
+(`wiring.runtime.Runtime`) puts the `adapters.shadow` stand-ins in front of every port that writes to EC2 or
+Kubernetes.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,6 +37,9 @@ class RuntimeSettings(BaseModel):
     provisioner_function_name: str | None = None
     planner_function_name: str | None = None
     webhook_secret_arn: str | None = None
+    mode: Literal["active", "shadow"] = (
+        "active"  # shadow: decide, log and measure; write nothing (`-c mode=shadow`)
+    )
 
     #: field -> environment variable (AWS_REGION falls back to AWS_DEFAULT_REGION)
     ENVIRONMENT: ClassVar[dict[str, str]] = {
@@ -47,7 +53,9 @@ class RuntimeSettings(BaseModel):
         "provisioner_function_name": "LONGSHORE_PROVISIONER_FUNCTION_NAME",
         "planner_function_name": "LONGSHORE_PLANNER_FUNCTION_NAME",
         "webhook_secret_arn": "LONGSHORE_WEBHOOK_SECRET_ARN",
+        "mode": "LONGSHORE_MODE",
     }
+    MODES: ClassVar[tuple[str, ...]] = ("active", "shadow")
     REQUIRED: ClassVar[tuple[str, ...]] = ("cluster_name", "region", "config_parameter", "table_name")
 
     @classmethod
@@ -67,7 +75,17 @@ class RuntimeSettings(BaseModel):
                 f"missing environment variable{'s' if len(missing) > 1 else ''}: {', '.join(missing)} "
                 "(the Longshore stack sets them on every function; see docs/contracts.md)"
             )
-        return cls(**values)
+        mode = values.get("mode")
+        if mode is not None and mode not in cls.MODES:
+            raise SettingsError(
+                f"environment variable LONGSHORE_MODE has value {mode!r}; expected one of {', '.join(cls.MODES)}"
+            )
+        return cls.model_validate(values)
+
+    @property
+    def shadow(self) -> bool:
+        """Shadow mode: every decision is made, logged and measured, and nothing is written to EC2 or Kubernetes."""
+        return self.mode == "shadow"
 
     def require(self, name: str) -> str:
         """The value of optional setting `name`, or a `SettingsError` naming its environment variable."""

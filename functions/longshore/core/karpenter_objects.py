@@ -12,6 +12,10 @@ Rules:
 - Pool and class status follow Karpenter's readiness: `ValidationSucceeded` (the verdict of
   `config.cluster_objects`), `NodeClassReady` for pools, and `Ready`, true only when every other condition
   is. A NodePool's `status.resources` holds the `nodes` count and the cpu and memory of its nodes.
+- Deleting a NodeClaim disrupts its node as Karpenter does (its `karpenter.sh/termination` finalizer holds the
+  object): `deletion_commands` turns each deleted object whose claim has an instance into the `deleted`
+  disruption that `kubectl delete node` starts (cordon, drain honouring PDBs, terminate, delete the Node, forget
+  the claim); the object goes once its record does.
 - Pure: every function returns new dicts shaped like `kubectl get -o json`; times come in as epoch seconds.
 """
 
@@ -24,6 +28,7 @@ from typing import Any
 
 from longshore.core import labels as wk
 from longshore.core.claims import NodeClaim, instance_id_of
+from longshore.core.commands import DisruptionCommand
 from longshore.core.model import Requirement
 
 NODECLAIM_API_VERSION = "karpenter.sh/v1"
@@ -188,6 +193,26 @@ def nodeclaim_object(
         },
         "status": status,
     }
+
+
+def deletion_commands(
+    claims: Iterable[NodeClaim], deleting: Iterable[str], now: float
+) -> tuple[DisruptionCommand, ...]:
+    """The disruption each deleted NodeClaim object asks for: reason `deleted`, as for `kubectl delete node`
+    (same execution name per instance, so a Node and its NodeClaim both deleted start one drain). A claim
+    without an instance yet has nothing to drain: the lifecycle adopts or forgets it, and the object follows."""
+    wanted = set(deleting)
+    return tuple(
+        DisruptionCommand(
+            instance_id=claim.instance_id,
+            reason="deleted",
+            node_name=claim.node_name,
+            claim_id=claim.id,
+            requested_at=now,
+        )
+        for claim in claims
+        if claim.id in wanted and claim.instance_id
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,11 @@ adapter's to retry and, when retries are exhausted, raises `ports.kube.ClusterUn
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
+
+from longshore.core.claims import NodeClaim
+from longshore.core.disruption.state import DisruptionInput
 
 Kind = Literal["NodePool", "EC2NodeClass", "NodeClaim"]
 
@@ -29,4 +32,12 @@ class KarpenterObjects(Protocol):
 
     def release_object(self, kind: Kind, name: str) -> None:
         """Remove the object's finalizers and delete it; an object that is gone is ignored."""
+        ...
+
+
+class ClaimConditions(Protocol):
+    def publish(self, claims: Sequence[NodeClaim], inp: DisruptionInput, started: Mapping[str, str]) -> None:
+        """After a planner pass: write what it knows of each claim's node (`core.disruption.conditions`:
+        Drifted, Consolidatable, Disrupting; `started` maps the nodes whose removal it started to the reason)
+        as the NodeClaims' conditions. Never raises: a failed write waits for the next pass."""
         ...

@@ -59,6 +59,7 @@ from longshore.core.drain import DISRUPTED_TAINT_KEY
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Launcher
+from longshore.ports.karpenter import ClaimConditions
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
@@ -166,6 +167,9 @@ class PlannerPorts:
     metrics: MetricsSink
     images: ImageResolver | None = None
     lease: Lease | None = None  # with an owner in `run_invocation`: one invocation decides at a time
+    conditions: ClaimConditions | None = (
+        None  # NodeClaim conditions after each pass (services.claim_conditions)
+    )
 
 
 class DisruptionService:
@@ -250,6 +254,10 @@ class DisruptionService:
                     )
                 continue
             acted.append(self._act(decision, current, now))
+        if (
+            self.ports.conditions is not None
+        ):  # Drifted, Consolidatable, Disrupting (core.disruption.conditions)
+            self.ports.conditions.publish(current.claims, inp, {n: s.reason for n, s in self.started.items()})
         events = self._explain(plan, dropped, current, now)
         return PassReport(now, plan, tuple(acted), self.pending, tuple(dropped), events)
 

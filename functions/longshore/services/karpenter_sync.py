@@ -10,8 +10,9 @@ Rules:
   record is the source of truth and is only removed once the instance is gone. Objects without the label
   (Karpenter's own, before a takeover) are never touched.
 - A managed NodeClaim being deleted (`deletionTimestamp` set while its record lives) is reported in
-  `ClaimSync.deleting`: the caller disrupts its node as Karpenter does, and the object goes once the record
-  does.
+  `ClaimSync.deleting`: the caller disrupts its node as Karpenter does (`disrupt_deleted`: the `deleted`
+  workflow of `kubectl delete node`, started again on every call while the object lingers, which the workflow
+  port makes a no-op while it runs), and the object goes once the record does.
 - Reads happen once per call; a failed write is left for the next pass (each write is idempotent).
 """
 
@@ -28,12 +29,14 @@ from longshore.core.karpenter_objects import (
     ClaimFlags,
     ObjectVerdict,
     PoolUsage,
+    deletion_commands,
     nodeclaim_object,
     pool_status,
 )
 from longshore.ports.clock import Clock
 from longshore.ports.karpenter import KarpenterObjects, Kind
 from longshore.ports.kube import KubeEvent, ObjectRef
+from longshore.ports.workflow import DisruptionWorkflow, StartResult
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +142,48 @@ class KarpenterObjectSync:
                 self._objects.release_object(kind, name)
                 released.append(name)
         return ClaimSync(tuple(written), tuple(released), tuple(deleting))
+
+
+def publish(
+    sync: KarpenterObjectSync,
+    claims: Sequence[NodeClaim],
+    verdicts: Sequence[ObjectVerdict],
+    workflow: DisruptionWorkflow | None,
+    now: float,
+) -> ClaimSync:
+    """One provisioner invocation's update of Karpenter's objects: pool and class status (with each pool's
+    node count), a NodeClaim per launched claim, and the disruption of every NodeClaim a user deleted
+    (`workflow` None: no state machine, deleted objects wait)."""
+    usage: dict[str, PoolUsage] = {}
+    for claim in claims:
+        if claim.state in ("launched", "registered", "initialized"):
+            seen = usage.get(claim.nodepool, PoolUsage())
+            usage[claim.nodepool] = PoolUsage(seen.nodes + 1, seen.cpu_millis, seen.memory_bytes)
+    sync.publish_pools(verdicts, usage)
+    synced = sync.publish_claims(claims)
+    if synced.deleting and workflow is not None:  # `kubectl delete nodeclaim`
+        disrupt_deleted(workflow, claims, synced.deleting, now)
+    return synced
+
+
+def disrupt_deleted(
+    workflow: DisruptionWorkflow, claims: Sequence[NodeClaim], deleting: Sequence[str], now: float
+) -> tuple[StartResult, ...]:
+    """`kubectl delete nodeclaim`: start the `deleted` disruption of each deleted object's node."""
+    results = []
+    for command in deletion_commands(claims, deleting, now):
+        result = workflow.start(command)
+        results.append(result)
+        if result.started:
+            log.warning(
+                "nodeclaim deleted: draining its node and terminating its instance",
+                extra={
+                    "claim": command.claim_id,
+                    "node": command.node_name,
+                    "execution": result.execution_name,
+                },
+            )
+    return tuple(results)
 
 
 def _differs(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

@@ -6,7 +6,8 @@ and lease, the EC2 instances, the claim launcher and the priced catalog restrict
 classes have subnets in. All of these are resolved when it is built, so the first invocation's init is what
 `bench/coldstart.py` measures; only IAM and Pricing wait until a launch or a price refresh needs them.
 Karpenter's objects in the cluster are kept in step at the end of every invocation
-(`services.karpenter_sync`): the pools' and classes' status, and a NodeClaim per launched claim.
+(`services.karpenter_sync.publish`): the pools' and classes' status, a NodeClaim per launched claim, and the
+`deleted` disruption of the node of every NodeClaim a user deleted (`kubectl delete nodeclaim`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from longshore.core.catalog import Catalog
-from longshore.core.karpenter_objects import ObjectVerdict, PoolUsage
+from longshore.core.karpenter_objects import ObjectVerdict
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances, Launcher
@@ -25,7 +26,7 @@ from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
-from longshore.services.karpenter_sync import KarpenterObjectSync
+from longshore.services.karpenter_sync import KarpenterObjectSync, publish
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
 from longshore.wiring.container import Container
 from longshore.wiring.runtime import Runtime
@@ -70,31 +71,19 @@ class ProvisionerRuntime:
         )
 
     def publish_objects(self) -> None:
-        """Karpenter's objects in step with this invocation's view (a failure is logged, never raised)."""
+        """Karpenter's objects in step with this invocation's view, and deleted NodeClaims' nodes disrupted
+        (`services.karpenter_sync.publish`); a failure is logged, never raised."""
         if self.karpenter is None:
             return
         try:
-            claims = self.store.list()
-            usage: dict[str, PoolUsage] = {}
-            for claim in claims:
-                if claim.state in ("launched", "registered", "initialized"):
-                    seen = usage.get(claim.nodepool, PoolUsage())
-                    usage[claim.nodepool] = PoolUsage(seen.nodes + 1, seen.cpu_millis, seen.memory_bytes)
-            self.karpenter.publish_pools(self.verdicts, usage)
-            self.karpenter.publish_claims(claims)
+            publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, self.clock.now())
         except Exception as error:  # the next invocation writes them again
             log.warning("could not update Karpenter's objects", extra={"error": str(error)})
 
 
 def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> ProvisionerRuntime:
-    """Wire the production adapters of one container (`sink`: where metrics go; default EMF via Powertools)."""
-    from longshore.adapters.kube.karpenter import KubeKarpenterObjects
-
-    if sink is None:
-        from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
-        from longshore.wiring.observability import metrics
-
-        sink = PowertoolsMetricsSink(metrics())
+    """Wire the production adapters of one container (`sink`: where metrics go; default `wiring.metrics`, EMF
+    through Powertools). In shadow mode the runtime hands out the `adapters.shadow` stand-ins."""
     cluster = wiring.kube_cluster(cached=True)  # the container's watch cache of pods and nodes
     return ProvisionerRuntime(
         config=wiring.config,
@@ -106,11 +95,9 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         instances=wiring.instances,
         catalog=wiring.catalog_loader(wiring.subnet_zones),
         clock=wiring.clock,
-        metrics=sink,
+        metrics=sink if sink is not None else wiring.metrics,
         config_text=wiring.config_text,
-        karpenter=KarpenterObjectSync(
-            KubeKarpenterObjects(wiring.kube_api, sleep=wiring.clock.sleep), cluster, wiring.clock
-        ),
+        karpenter=KarpenterObjectSync(wiring.karpenter_objects, cluster, wiring.clock),
         verdicts=wiring.pool_verdicts,
         workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
     )
@@ -119,7 +106,7 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
 def build_runtime(settings: Any, **options: Any) -> ProvisionerRuntime:
     """The provisioner of a `Runtime(settings, **options)` (tests: moto and the API emulator)."""
     sink = options.pop("sink", None)
-    return build_provisioner(Runtime(settings, **options), sink)
+    return build_provisioner(Runtime(settings, metrics=sink, **options), sink)
 
 
 CONTAINER: Container[ProvisionerRuntime] = Container(build_provisioner)

@@ -17,6 +17,11 @@ module global, which is what makes the wiring once per cold start.
   merged with the cluster's NodePools and EC2NodeClasses as its `poolSource` says (`config.cluster_objects`;
   `pool_verdicts` says which objects were used and why not). `refreshed()` reads both again, uncached, and
   answers a new `Runtime` when either changed: `wiring.container.Container` rebuilds every function on it.
+- Shadow mode (`LONGSHORE_MODE=shadow`, set on every function by `cdk deploy -c mode=shadow`): the properties that
+  hand out a port which writes to EC2 or Kubernetes (`kube_cluster`, `karpenter_objects`, `instances`,
+  `launcher`, `workflows`) put `adapters.shadow`'s stand-ins in front of the real adapters, so every function's
+  `build_*` makes all its decisions, logs and measures them (`ShadowWould*` metrics into `metrics`) and writes
+  nothing there. Reads still go to the real cluster and cloud; the claim table (Longshore's own state) is written.
 - Tests and the simulation pass their own `session`, `clock`, `config_text` or `kube_endpoint` (the API
   emulator's loopback URL instead of the EKS endpoint). An injected clock also drives the Kubernetes client's
   retry waits; without one, `adapters.clock.WallClock` and `KubeCluster`'s own wall-clock defaults are used.
@@ -31,6 +36,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from longshore.ports.clock import Clock
+from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.karpenter import KarpenterObjects
+from longshore.ports.kube import Cluster
+from longshore.ports.metrics import MetricsSink
 
 if TYPE_CHECKING:
     from longshore.adapters.aws.dynamodb import (
@@ -39,14 +48,11 @@ if TYPE_CHECKING:
         DynamoOfferingAvailability,
         DynamoTable,
     )
-    from longshore.adapters.aws.instances import Ec2Instances
-    from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
     from longshore.adapters.aws.userdata import ClusterInfo
-    from longshore.adapters.kube.cluster import KubeCluster
     from longshore.config.settings import RuntimeSettings
     from longshore.core.catalog import Catalog
     from longshore.core.model import ClusterConfig
-    from longshore.services.launch import ClaimLauncher
+    from longshore.services.disruption import SurgeWorkflow
 
 CONFIG_MAX_AGE_S = 0  # read at every invocation: a changed config takes effect at the next one
 PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1 only
@@ -78,8 +84,10 @@ class Runtime:
         config_text: str | None = None,
         cluster_objects: tuple[dict[str, Any], ...] | None = None,
         kube_endpoint: str | None = None,
+        metrics: MetricsSink | None = None,
     ) -> None:
         self.settings = settings
+        self._injected_metrics = metrics
         self._session = session
         self._injected_clock = clock
         self._config_text = config_text
@@ -123,6 +131,21 @@ class Runtime:
         from longshore.adapters.clock import WallClock
 
         return WallClock()
+
+    @cached_property
+    def metrics(self) -> MetricsSink:
+        """Where the function's metrics go: EMF through Powertools, unless a sink was injected."""
+        if self._injected_metrics is not None:
+            return self._injected_metrics
+        from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
+        from longshore.wiring.observability import metrics
+
+        return PowertoolsMetricsSink(metrics())
+
+    @property
+    def shadow(self) -> bool:
+        """Shadow mode: decisions are made and measured, nothing is written to EC2 or Kubernetes."""
+        return self.settings.shadow
 
     # -- the cluster config -------------------------------------------------------------------------------
 
@@ -193,6 +216,7 @@ class Runtime:
             clock=self._injected_clock,
             config_text=text,
             kube_endpoint=self._kube_endpoint,
+            metrics=self._injected_metrics,
         )
         fresh._clients = self._clients  # the clients and their connections stay
         if text == self.config_text and _fingerprint(fresh.cluster_objects) == _fingerprint(
@@ -243,11 +267,20 @@ class Runtime:
         tokens = TokenSource.for_cluster(self.client("sts"), self.settings.cluster_name, self.clock.now)
         return api_client(self.cluster_info, tokens, endpoint=self._kube_endpoint)
 
-    def kube_cluster(self, component: str = "longshore", *, cached: bool = False) -> KubeCluster:
+    def kube_cluster(self, component: str = "longshore", *, cached: bool = False) -> Cluster:
         """`ports.kube.Cluster` on the API server; `component` is the source of the Events it posts.
 
         `cached`: unfiltered pod and node lists come from the container's list-then-watch cache of this
-        cluster (`adapters.kube.informer`), shared by every pass of the warm container."""
+        cluster (`adapters.kube.informer`), shared by every pass of the warm container. In shadow mode, the
+        cluster is read and never written (`adapters.shadow.ShadowCluster`)."""
+        real = self._kube_cluster(component, cached=cached)
+        if not self.shadow:
+            return real
+        from longshore.adapters.shadow import ShadowCluster
+
+        return ShadowCluster(real)
+
+    def _kube_cluster(self, component: str, *, cached: bool) -> Cluster:
         from longshore.adapters.kube.cluster import KubeCluster, new_cache
         from longshore.adapters.kube.informer import shared_cache
 
@@ -259,16 +292,39 @@ class Runtime:
         clock = self._injected_clock
         return KubeCluster(self.kube_api, component=component, sleep=clock.sleep, now=clock.now, **extra)
 
+    @cached_property
+    def karpenter_objects(self) -> KarpenterObjects:
+        """Karpenter's NodePools, EC2NodeClasses and NodeClaims in the cluster (read-only in shadow mode)."""
+        from longshore.adapters.kube.karpenter import KubeKarpenterObjects
+
+        real = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep)
+        if not self.shadow:
+            return real
+        from longshore.adapters.shadow import ShadowKarpenterObjects
+
+        return ShadowKarpenterObjects(real)
+
     # -- EC2 ----------------------------------------------------------------------------------------------
 
     @cached_property
-    def instances(self) -> Ec2Instances:
+    def instances(self) -> Instances:
+        """The cluster's instances (never terminated or tagged in shadow mode)."""
         from longshore.adapters.aws.instances import Ec2Instances
 
-        return Ec2Instances(self.client("ec2"), self.settings.cluster_name)
+        real = Ec2Instances(self.client("ec2"), self.settings.cluster_name)
+        if not self.shadow:
+            return real
+        from longshore.adapters.shadow import ShadowInstances
+
+        return ShadowInstances(real)
 
     @cached_property
-    def launcher(self) -> ClaimLauncher:
+    def launcher(self) -> Launcher:
+        """Launches claims through EC2 Fleet; in shadow mode, reports what it would launch and launches nothing."""
+        if self.shadow:
+            from longshore.adapters.shadow import ShadowLauncher
+
+            return ShadowLauncher(self.metrics)
         from longshore.adapters.aws.fleet import Ec2Fleet
         from longshore.services.launch import ClaimLauncher
 
@@ -321,11 +377,16 @@ class Runtime:
     # -- Step Functions -----------------------------------------------------------------------------------
 
     @cached_property
-    def workflows(self) -> StepFunctionsWorkflow:
-        """Starts disruption (and, when the function has its ARN, rotation) executions."""
-        from longshore.adapters.aws.stepfunctions import StepFunctionsWorkflow
+    def workflows(self) -> SurgeWorkflow:
+        """Starts disruption (surge ones too, and, when the function has its ARN, rotation) executions; in
+        shadow mode, reports what it would start and starts nothing."""
+        if self.shadow:
+            from longshore.adapters.shadow import ShadowWorkflow
 
-        return StepFunctionsWorkflow(
+            return ShadowWorkflow(self.metrics)
+        from longshore.wiring.surge import StepFunctionsSurgeWorkflow
+
+        return StepFunctionsSurgeWorkflow(
             self.client("stepfunctions"),
             self.settings.require("disruption_state_machine_arn"),
             self.settings.rotation_state_machine_arn,

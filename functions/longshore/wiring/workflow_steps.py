@@ -17,11 +17,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from longshore.adapters.powertools_metrics import PowertoolsMetricsSink
 from longshore.core import telemetry
 from longshore.ports.metrics import MetricsSink
 from longshore.wiring.container import Container
-from longshore.wiring.observability import logger, metrics
+from longshore.wiring.observability import logger
 from longshore.wiring.runtime import Runtime
 from longshore.workflow.context import StepPorts
 from longshore.workflow.errors import StepInputError
@@ -97,7 +96,7 @@ def build_workflow_steps(wiring: Runtime) -> StepPorts:
         launcher=wiring.launcher,
         config=wiring.config,
         catalog=wiring.catalog_loader(),  # read only when a surge plans
-        metrics=PowertoolsMetricsSink(metrics()),
+        metrics=wiring.metrics,
     )
     return StepPorts(
         cluster_name=wiring.settings.cluster_name,

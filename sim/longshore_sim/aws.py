@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -510,10 +511,23 @@ class ThrottleInjector:
                 return None
             self._pending[operation] = left - 1
             self.injected[operation] = self.injected.get(operation, 0) + 1
-        body = _THROTTLE_BODY.replace(b"{code}", self.code.encode())
+        kind = request.headers.get("Content-Type", b"")
+        if (kind.decode() if isinstance(kind, bytes) else str(kind)).startswith("application/x-amz-json"):
+            # JSON protocols (DynamoDB): the error is the body's `__type`, answered with 400 as DynamoDB does
+            payload = {
+                "__type": f"com.amazonaws.dynamodb.v20120810#{self.code}",
+                "message": "Throughput exceeded",
+            }
+            status, content_type, body = 400, "application/x-amz-json-1.0", json.dumps(payload).encode()
+        else:
+            status, content_type, body = (
+                503,
+                "text/xml",
+                _THROTTLE_BODY.replace(b"{code}", self.code.encode()),
+            )
         url = request.url
         # botocore calls every before-send handler; moto's in-process stubber comes after us and would still
         # execute the request. Point this (single-use: botocore builds a new request per attempt) request at
         # an address no moto backend matches, so the throttled call really does nothing.
         request.url = _NOWHERE
-        return AWSResponse(url, 503, {"Content-Type": "text/xml"}, _RawBody(body))
+        return AWSResponse(url, status, {"Content-Type": content_type}, _RawBody(body))

@@ -16,13 +16,18 @@ execution history). At every observation it compares the pods with the previous 
 2. *do-not-disrupt.* A removed pod whose `karpenter.sh/do-not-disrupt` was active at that moment (`"true"`, or
    a duration not yet elapsed since the pod's creation), or with `karpenter.sh/do-not-evict: "true"`, is a
    violation under the same exceptions (a)-(c).
-3. *Disruption budgets.* A node is disrupting while it carries the `karpenter.sh/disrupted` taint or is being
-   deleted; its reason is the `longshore.io/disruption-reason` annotation the workflow wrote. Whenever a node
-   of a *graceful* reason (empty, drifted, underutilized, and expired for pools written in the older dialects;
-   not interruption, rotation, rebalance, manual or v1's forceful expiry) starts disrupting, the pool's
-   disrupting nodes (all reasons) must not exceed what the pool's budgets allow for that reason at that
-   instant: the minimum `nodes` of the budgets that list the reason (or none) and whose schedule window is
-   active (`core.disruption.budgets`), a percentage taken of the pool's initialized nodes and rounded up.
+3. *Disruption budgets.* A node is disrupting from its *decision* until it is gone or no longer tainted: the
+   decision is the `requestedAt` of the workflow execution that took it (what the execution history shows;
+   a surge decides long before its taint, which waits for the replacement), else the instant it was first
+   seen carrying the `karpenter.sh/disrupted` taint or being deleted (a `kubectl delete node`). Its reason is
+   the `longshore.io/disruption-reason` annotation the workflow wrote. Whenever a node of a *graceful* reason
+   (empty, drifted, underutilized, and expired for pools written in the older dialects; not interruption,
+   rotation, rebalance, manual or v1's forceful expiry) starts disrupting, the pool's nodes disrupting at
+   its decision (all reasons, itself included) must not exceed what the pool's budgets allowed for that
+   reason at that instant: the minimum `nodes` of the budgets that list the reason (or none) and whose
+   schedule window was active (`core.disruption.budgets`), a percentage taken of the pool's initialized
+   nodes and rounded up. Budgets are judged at the decision, as Karpenter does: a node someone deletes by
+   hand after a decision does not make that decision a violation.
 4. *Terminated with evictable pods.* When an instance is terminated (by Longshore, or reclaimed by EC2), every
    pod still bound to its node that the drain would have evicted (`core.drain.left_reason` is None), that is
    not already terminating, whose PDBs all allowed a disruption at that moment and that had no active
@@ -167,6 +172,10 @@ class RuleChecker:
     _pdb_allowed: dict[str, tuple[JSON, int]] = field(default_factory=dict)  # ns/name -> (pdb, allowed)
     _expected: set[str] = field(default_factory=set)  # namespace/deployment the scenario shrank or deleted
     _disrupting: dict[str, set[str]] = field(default_factory=dict)  # pool -> nodes seen disrupting
+    _decided: dict[str, float] = field(default_factory=dict)  # node -> when its disruption was decided
+    _spans: dict[str, list[tuple[str, float, float | None]]] = field(
+        default_factory=dict
+    )  # pool -> (node, decided, ended or None) of every disruption seen
     _terminated_nodes: set[str] = field(default_factory=set)
     _pods_on_node: dict[str, int] = field(default_factory=dict)
     _first_seen: dict[str, float] = field(default_factory=dict)
@@ -187,6 +196,11 @@ class RuleChecker:
         """The workflow's Taint step fixed this node's drain deadline (None: it never forces)."""
         if deadline_epoch is not None:
             self.deadlines[node] = float(deadline_epoch)
+
+    def note_decided(self, node: str, requested_at: float | None) -> None:
+        """A workflow execution for this node was requested at `requested_at` (its input's `requestedAt`)."""
+        if requested_at is not None:  # every step repeats it: keep the latest execution's
+            self._decided[node] = max(self._decided.get(node, float(requested_at)), float(requested_at))
 
     def _t(self, now: float) -> str:
         return f"t={now - self.origin:.0f}s"
@@ -316,17 +330,28 @@ class RuleChecker:
             self.max_disrupting[pool_name] = max(self.max_disrupting.get(pool_name, 0), len(disrupting))
             before = self._disrupting.get(pool_name, set())
             self._disrupting[pool_name] = set(disrupting)
-            new_graceful = {
-                reason
-                for name, reason in disrupting.items()
-                if name not in before and self._graceful(pool_name, reason)
-            }
+            spans = self._spans.setdefault(pool_name, [])
+            for index, (name, decided, ended) in enumerate(spans):
+                if ended is None and name not in disrupting:
+                    spans[index] = (name, decided, now)
+            started = [name for name in disrupting if name not in before]
+            for name in started:
+                previous = max((e or now for n, _, e in spans if n == name), default=-math.inf)
+                decided = self._decided.get(name, now)
+                spans.append((name, decided if previous <= decided <= now else now, None))
             initialized = sum(1 for n in members if labels_of(n).get(INITIALIZED_LABEL) == "true")
-            for reason in sorted(new_graceful):
-                allowed = self._allowed(pool_name, GRACEFUL_REASONS[reason], initialized, now)
-                if allowed is not None and len(disrupting) > allowed:
+            reported: set[str] = set()  # one line per reason and look, as many nodes as it took
+            for name in sorted(started):
+                reason = disrupting[name]
+                if reason in reported or not self._graceful(pool_name, reason):
+                    continue
+                decided = next(d for n, d, e in reversed(spans) if n == name)
+                at_decision = sum(1 for _, d, e in spans if d <= decided and (e is None or e > decided))
+                allowed = self._allowed(pool_name, GRACEFUL_REASONS[reason], initialized, decided)
+                if allowed is not None and at_decision > allowed:
+                    reported.add(reason)
                     self.violations.append(
-                        f"{self._t(now)}: {len(disrupting)} node(s) of pool {pool_name} disrupting at once "
+                        f"{self._t(decided)}: {at_decision} node(s) of pool {pool_name} disrupting at once "
                         f"({reason} among them); its budgets allow {allowed} for {GRACEFUL_REASONS[reason]}"
                     )
 

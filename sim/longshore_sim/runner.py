@@ -355,6 +355,7 @@ class ScenarioRunner:
         retry_gap_s: float = 1.0,
         settings: ProvisionerSettings | None = None,
         lenient_steps: bool = False,
+        cost_bound: bool = True,
     ) -> None:
         for step in scenario.steps:
             if step.event is not None and not scenario.resolve(step.event.file).is_file():
@@ -364,6 +365,9 @@ class ScenarioRunner:
                 )
         self.scenario = scenario
         self.lenient_steps = lenient_steps  # a step with no node to act on is noted and skipped (chaos runs)
+        self.cost_bound = (
+            cost_bound  # solve the LP lower bounds for the summary (chaos, judging rules only, skips)
+        )
         self.progress = progress
         self.lambda_timeout_s = lambda_timeout_s
         self.retry_gap_s = retry_gap_s
@@ -592,6 +596,14 @@ class ScenarioRunner:
                 world.clock.now() + spec.duration, lambda: world.cluster.emulator.faults.remove(fault)
             )
             note = f"t={step.at:g}s: the Kubernetes API answers {spec.status} for {spec.duration:g}s"
+        elif step.dynamo_throttle is not None:
+            throttle = step.dynamo_throttle
+            for operation in throttle.operations:
+                world.dynamo_throttle.throttle(operation, throttle.times)
+            note = (
+                f"t={step.at:g}s: DynamoDB throttles the next {throttle.times} call(s) of "
+                f"{', '.join(throttle.operations)}"
+            )
         elif step.cold_start is not None:
             world.cold_start_planner()
             note = f"t={step.at:g}s: the planner's container is replaced (cold start)"
@@ -836,7 +848,10 @@ class ScenarioRunner:
         self.planner.poke()
 
     def _on_step(self, step: str, state: dict[str, Any]) -> None:
-        """Every workflow step's output (the execution history): drain deadlines, and a look at the cluster."""
+        """Every workflow step's output (the execution history): when each disruption was decided, drain
+        deadlines, and a look at the cluster."""
+        if state.get("nodeName") and isinstance(state.get("requestedAt"), int | float):
+            self.checker.note_decided(str(state["nodeName"]), float(state["requestedAt"]))
         if step == "taint" and state.get("nodeName"):
             deadline = state.get("deadline")
             self.checker.note_deadline(
@@ -910,7 +925,7 @@ class ScenarioRunner:
             pod_key(p) for p in self.world.cluster.store.view("pods") if is_running(p)
         }
         cost = sum(self.counters.live_prices.values())
-        bounds = self._lp_bound()
+        bounds = self._lp_bound() if self.cost_bound else None
         bound = bounds.best_per_hour if bounds else 0.0
         summary = summarise(
             self.scenario.name,

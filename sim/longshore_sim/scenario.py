@@ -130,6 +130,16 @@ class ApiFaults(_Strict):
     verb: str | None = None
 
 
+class DynamoThrottle(_Strict):
+    """The claim table throttles: each listed DynamoDB operation fails its next `times` calls with
+    `ProvisionedThroughputExceededException` (more than the functions' retries absorb when `times` > 4)."""
+
+    operations: list[str] = Field(
+        default_factory=lambda: ["Scan", "Query", "GetItem", "PutItem", "UpdateItem"]
+    )
+    times: int = Field(3, ge=1, le=100)
+
+
 class ColdStart(_Strict):
     """A function's container is replaced: its next invocation starts from nothing (no warm memory)."""
 
@@ -148,6 +158,7 @@ ACTIONS = (
     "delete_node",
     "api_faults",
     "cold_start",
+    "dynamo_throttle",
 )
 
 
@@ -169,6 +180,7 @@ class Step(_Strict):
     delete_node: DeleteNode | None = Field(None, alias="deleteNode")
     api_faults: ApiFaults | None = Field(None, alias="apiFaults")
     cold_start: ColdStart | None = Field(None, alias="coldStart")
+    dynamo_throttle: DynamoThrottle | None = Field(None, alias="dynamoThrottle")
     note: str | None = None
 
     @model_validator(mode="after")

@@ -120,6 +120,7 @@ class SimulatedWorld:
 
     def start(self) -> SimulatedWorld:
         import boto3  # type: ignore[import-untyped]
+        from botocore.config import Config  # type: ignore[import-untyped]
         from moto import mock_aws
 
         from longshore.adapters.aws import retry
@@ -178,9 +179,16 @@ class SimulatedWorld:
             self.fleet = FleetEmulator(price_of=self._price_of).attach(self.ec2)
             self.throttle = ThrottleInjector().attach(self.ec2)
             self.cluster.start()
-            self.table = DynamoTable(
-                retry.client(session, "dynamodb", self.config.region), self.seeded.table_name
+            # botocore's own retries sleep in real time; on virtual time the patient layer retries alone
+            dynamodb = session.client(
+                "dynamodb",
+                region_name=self.config.region,
+                config=retry.CLIENT_CONFIG.merge(
+                    Config(retries={"total_max_attempts": 1, "mode": "standard"})
+                ),
             )
+            self.dynamo_throttle = ThrottleInjector("ProvisionedThroughputExceededException").attach(dynamodb)
+            self.table = DynamoTable(dynamodb, self.seeded.table_name, sleep=self.sleep)
             self.store = DynamoClaimStore(self.table)
             self.offerings = DynamoOfferingAvailability(self.table)
             self.lease = DynamoLease(self.table)

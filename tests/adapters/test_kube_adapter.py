@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from longshore.adapters.aws.eks import TokenSource, api_client
+from longshore.adapters.aws.userdata import ClusterInfo
 from longshore.adapters.kube import cluster as cluster_module
 from longshore.adapters.kube.cluster import KubeCluster
 from longshore.adapters.kube.retry import RetryPolicy
@@ -170,6 +172,29 @@ def test_post_event(emulator: KubeApiEmulator, kube: KubeCluster) -> None:
     assert all(e["source"]["component"] == "longshore" and e["firstTimestamp"] for e in events)
 
 
+def test_a_repeated_event_is_counted_on_the_one_there_whoever_posts_it(
+    emulator: KubeApiEmulator, clock: VirtualClock
+) -> None:
+    # GIVEN two containers' adapters (a cold start posts what the warm one already posted)
+    seed(emulator)
+    apis = [emulator.api_client(), emulator.api_client()]
+    warm, cold = (KubeCluster(api, sleep=lambda _: None, now=clock.now) for api in apis)
+    blocked = ObjectRef("Node", "n1", uid="u1")
+    # WHEN the same Event is posted three times, its numbers changing, and then a different one
+    warm.post_event(KubeEvent(blocked, "DisruptionBlocked", "pdb web allows 0 of 3", "Warning"))
+    clock.advance(40)
+    cold.post_event(KubeEvent(blocked, "DisruptionBlocked", "pdb web allows 0 of 4", "Warning"))
+    cold.post_event(KubeEvent(blocked, "DisruptionBlocked", "pdb web allows 0 of 4", "Warning"))
+    cold.post_event(KubeEvent(blocked, "Unconsolidatable", "no cheaper option", "Normal"))
+    # THEN there are two Events; the repeated one counts 3 and carries the latest message and time
+    events = sorted(emulator.store.list("events"), key=lambda e: e["reason"])
+    assert [(e["reason"], e["count"]) for e in events] == [("DisruptionBlocked", 3), ("Unconsolidatable", 1)]
+    assert events[0]["message"] == "pdb web allows 0 of 4"
+    assert events[0]["lastTimestamp"] != events[0]["firstTimestamp"]
+    for api in apis:
+        api.close()
+
+
 def test_transient_failures_are_retried(
     emulator: KubeApiEmulator, kube: KubeCluster, slept: list[float]
 ) -> None:
@@ -180,6 +205,28 @@ def test_transient_failures_are_retried(
     throttled = emulator.faults.add(Fault(resource="pods/eviction", verb="create", status=429, times=1))
     assert kube.evict_pod("default", "web-1").outcome == "evicted"  # throttling is not a PDB refusal
     assert throttled.hits == 1
+
+
+def test_the_production_client_has_one_retry_layer_that_honours_retry_after(
+    emulator: KubeApiEmulator, clock: VirtualClock, slept: list[float]
+) -> None:
+    # GIVEN the client the functions build (urllib3's own retries would sleep a Retry-After in real time)
+    info = ClusterInfo("demo", emulator.url, "", "1.31")
+    api = api_client(info, TokenSource(lambda: "k8s-aws-v1.token", clock.now), endpoint=emulator.url)
+    kube = KubeCluster(api, sleep=slept.append, now=clock.now, retry=RetryPolicy(attempts=3, max_delay_s=5.0))
+    seed(emulator)
+    # WHEN the API server throttles one read and asks for 2 s, then another for longer than the policy allows
+    first = emulator.faults.add(
+        Fault(resource="nodes", verb="get", name="n1", status=429, retry_after=2, times=1)
+    )
+    second = emulator.faults.add(
+        Fault(resource="nodes", verb="get", name="n2", status=429, retry_after=60, times=1)
+    )
+    # THEN our policy waits on the injected clock: the Retry-After, capped at the policy's longest delay
+    assert kube.get_node("n1") is not None and kube.get_node("n2") is not None
+    assert (first.hits, second.hits) == (1, 1)
+    assert slept == [2.0, 5.0]
+    api.close()
 
 
 def test_a_server_that_keeps_failing_is_a_clear_error(emulator: KubeApiEmulator, kube: KubeCluster) -> None:

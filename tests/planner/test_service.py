@@ -4,6 +4,7 @@ store, the executions, the Events and the metrics."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -19,6 +20,18 @@ from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
 from tests.workflow.fakes import START
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")
+
+
+@pytest.fixture(params=["warm", "cold"], autouse=True)
+def planner_containers(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs twice: in one warm container, and with a cold start before every pass that does
+    not hold a consolidation awaiting re-validation. Both must decide the same (issue #12): all state a
+    decision needs lives outside the container."""
+    PlannerWorld.containers = request.param
+    try:
+        yield request.param
+    finally:
+        PlannerWorld.containers = "warm"
 
 
 def test_an_empty_node_is_removed_after_consolidate_after_and_its_neighbour_stays() -> None:

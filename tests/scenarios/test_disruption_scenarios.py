@@ -95,6 +95,21 @@ def test_kubectl_delete_node_drains_and_terminates_through_the_workflow() -> Non
     assert summary["nodes_terminated"] == 1
 
 
+def test_a_throttled_claim_table_slows_passes_but_fails_none() -> None:
+    # Every table operation fails its next 3 attempts, twice: the functions' backoff (on the injected clock,
+    # after botocore's own attempts) absorbs it; no pass or invocation fails and nothing is lost.
+    runner, summary = run("dynamodb-throttled")
+    assert_clean(summary)
+    assert sum(runner.world.dynamo_throttle.injected.values()) >= 6
+    assert summary["provisioner"]["failed_invocations"] == 0 and summary["provisioner"]["crashes"] == 0
+    assert summary["planner"]["failed_passes"] == 0
+    assert (
+        summary["disruptions_by_reason"].get("empty", 0)
+        + summary["disruptions_by_reason"].get("underutilized", 0)
+        >= 1
+    )
+
+
 def test_duplicate_foreign_health_and_rebalance_events_each_end_as_they_should() -> None:
     runner, summary = run("interruption-events")
     assert_clean(summary)

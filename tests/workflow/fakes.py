@@ -21,7 +21,14 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 from longshore.adapters.memory import MemoryClaimStore
 from longshore.core.claims import CloudInstance, NodeClaim, provider_id
 from longshore.core.drain import parse_timestamp
-from longshore.ports.kube import ClusterUnavailableError, EvictionResult, KubeEvent, Manifest, NodePatch
+from longshore.ports.kube import (
+    ClusterUnavailableError,
+    EvictionResult,
+    KubeEvent,
+    Manifest,
+    NodePatch,
+    event_name,
+)
 from longshore.workflow.context import StepPorts, WorkflowLimits
 from longshore_sim.clock import VirtualClock
 from longshore_sim.stepfunctions import StepFunctionsSimulator
@@ -115,6 +122,7 @@ class FakeCluster:
         self.pods: dict[tuple[str, str], Manifest] = {}
         self.pdbs: list[Manifest] = []
         self.events: list[KubeEvent] = []
+        self.event_counts: dict[str, int] = {}  # event name -> times posted
         self.evicted: list[str] = []
         self.blocked: list[str] = []
         self.deleted: list[tuple[str, int | None]] = []
@@ -317,7 +325,13 @@ class FakeCluster:
             return self.nodes.pop(name, None) is not None
 
     def post_event(self, event: KubeEvent) -> None:
+        """As the port says: a repeat (same object, reason, message up to numbers) is counted, not added."""
         with self._lock:
+            key = event_name(event)
+            if key in self.event_counts:
+                self.event_counts[key] += 1
+                return
+            self.event_counts[key] = 1
             self.events.append(event)
 
 

@@ -14,6 +14,9 @@ requirements use" and "which of their offerings": a type qualifies when its requ
 at least one *available* offering is allowed by the requirements' zone and capacity-type constraints; the
 answer is ordered by the cheapest such offering (Karpenter `OrderByPrice`, kubernetes-sigs/karpenter `pkg/cloudprovider/types.go`), ties broken
 by name. Availability changes (ICE, spot interruptions) produce a new catalog with `without_offerings`.
+Because a catalog never changes, what is derived from it (its view without some offerings, the pools'
+templates) is memoised on it (`memo`): a bounded table per catalog, keyed by the derivation's inputs, so a warm
+container's passes do not rebuild the same views; the memo dies with the catalog.
 Nothing here talks to AWS: `adapters/aws/instance_types.py` builds catalogs from EC2 responses.
 
 Windows (`Catalog.for_family`): as in Karpenter's `computeRequirements` (`aws/karpenter-provider-aws`
@@ -29,14 +32,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Final, TypeVar
 
 from longshore.core import labels as wk
 from longshore.core.model import Pairs
 from longshore.core.requirements import KeyRequirement, Requirements
 from longshore.core.resources import Resources
+
+T = TypeVar("T")
+MEMO_ENTRIES: Final = 64  # derivations memoised per catalog; the oldest is dropped beyond this
 
 MIB = 2**20
 GIB = 2**30
@@ -231,6 +237,9 @@ def make_instance_type(
     )
 
 
+_MISSING: Final = object()
+
+
 @dataclass(frozen=True, slots=True)
 class Catalog:
     """An immutable list of instance types for one region, with lookups by name and by requirements."""
@@ -240,10 +249,25 @@ class Catalog:
     price_source: str = ""  # where the prices came from (e.g. "pricing-api", "table:2025-...")
     _by_name: dict[str, InstanceType] = field(default_factory=dict, compare=False, hash=False, repr=False)
     _families: dict[str, Catalog] = field(init=False, compare=False, hash=False, repr=False)
+    _memo: dict[object, object] = field(init=False, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {it.name: it for it in self.instance_types})
         object.__setattr__(self, "_families", {})
+        object.__setattr__(self, "_memo", {})
+
+    def memo(self, key: object, derive: Callable[[], T]) -> T:
+        """`derive()`, computed once per `key` for this catalog (module docstring). `key` must hash the
+        derivation's every input other than the catalog; an unhashable key is simply not memoised."""
+        try:
+            found = self._memo.get(key, _MISSING)
+        except TypeError:
+            return derive()
+        if found is _MISSING:
+            if len(self._memo) >= MEMO_ENTRIES:
+                del self._memo[next(iter(self._memo))]
+            found = self._memo[key] = derive()
+        return found  # type: ignore[return-value]
 
     def for_family(self, ami_family: str) -> Catalog:
         """The catalog as nodes of `ami_family` see it: itself, or its Windows view (module docstring)."""
@@ -316,6 +340,9 @@ class Catalog:
         blocked = frozenset(unavailable)
         if not blocked:
             return self
+        return self.memo(("without_offerings", blocked), lambda: self._without(blocked))
+
+    def _without(self, blocked: frozenset[tuple[str, str, str]]) -> Catalog:
         types = tuple(
             it.with_offerings(
                 replace(o, available=False) if (it.name, o.zone, o.capacity_type) in blocked else o

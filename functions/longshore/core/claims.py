@@ -94,6 +94,7 @@ class NodeClaim:
     # The nodes a planner decision launched this claim to take over from (surge replacements): read back by
     # every later pass, so a cold planner still knows those nodes are being disrupted.
     replaces: tuple[str, ...] = ()
+    disruption_reason: str = ""  # for a replacement: why the nodes it `replaces` are disrupted (drifted...)
     # The planner's consolidateAfter clock, kept here so a cold container decides what a warm one would:
     # when a (non-DaemonSet) pod last arrived on or left the node, and whether the node had such pods then.
     last_pod_event_at: float | None = None

@@ -11,9 +11,11 @@ the adapter and surface as `ClusterUnavailableError` only when retries are exhau
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from longshore.core.model import Taint
 
@@ -68,6 +70,20 @@ class KubeEvent:
     type: EventType = "Normal"
 
 
+_DIGITS: Final = re.compile(r"\d+(?:\.\d+)?")
+
+
+def event_name(event: KubeEvent) -> str:
+    """The Event's name: its object plus a digest of (object uid, reason, message with its numbers blanked),
+    so a repeat, even from another container, finds the Event already there and counts on it, as the event
+    correlator of client-go aggregates "empty for 31 s" and "empty for 41 s" into one Event."""
+    involved = event.involved
+    key = "\0".join(
+        (involved.kind, involved.uid or involved.name, event.reason, _DIGITS.sub("#", event.message))
+    )
+    return f"{involved.name}.{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
 class Cluster(Protocol):
     def list_pods(self, *, node_name: str | None = None, label_selector: str | None = None) -> list[Manifest]:
         """Pods in all namespaces, optionally only those bound to `node_name`."""
@@ -107,7 +123,10 @@ class Cluster(Protocol):
         going. False when the node was already gone."""
         ...
 
-    def post_event(self, event: KubeEvent) -> None: ...
+    def post_event(self, event: KubeEvent) -> None:
+        """Post `event`; the same Event again (object, reason, message up to its numbers) counts on the one
+        already there instead of adding another, whichever container posts it."""
+        ...
 
 
 class PodWatch(Protocol):

@@ -50,8 +50,8 @@ from typing import Any, Protocol
 
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
-from longshore.core.claims import LaunchRequest
-from longshore.core.commands import DisruptionCommand, DisruptionReason
+from longshore.core.claims import LaunchRequest, NodeClaim
+from longshore.core.commands import REASONS, DisruptionCommand, DisruptionReason
 from longshore.core.disruption import planner
 from longshore.core.disruption.decisions import Decision, DisruptionPlan
 from longshore.core.disruption.drift import claim_hashes
@@ -319,7 +319,10 @@ class DisruptionService:
         generation = "replace-" + "-".join(sorted(decision.node_names))
         for claim_plan in decision.replacements:
             request = self._with_hashes(launch_request(claim_plan, catalog, self.config, now, generation))
-            request = replace(request, claim=replace(request.claim, replaces=decision.node_names))
+            request = replace(
+                request,
+                claim=replace(request.claim, replaces=decision.node_names, disruption_reason=decision.reason),
+            )
             result = self.ports.launcher.launch(request, now)
             if result.status == "failed":
                 why = f"replacement {claim_plan.instance_type} could not be launched: {result.reason or 'no capacity'}"
@@ -342,7 +345,7 @@ class DisruptionService:
         if decision.savings_per_hour > 0:
             self.ports.metrics.emit(telemetry.SAVINGS_PER_HOUR, decision.savings_per_hour, "None", dims)
         if len(claim_ids) > 1:
-            self.staged.append(StagedSurge(decision, tuple(claim_ids), now))
+            self.staged.append(StagedSurge(decision, tuple(sorted(claim_ids)), now))
             for node in decision.nodes:
                 self.started[node.name] = Started(node.name, "", decision.reason, now)
             return Acted(
@@ -365,11 +368,18 @@ class DisruptionService:
         return replace(request, claim=claim)
 
     def _start_all(
-        self, decision: Decision, current: Snapshot, now: float, replacement: str | None
+        self,
+        decision: Decision,
+        current: Snapshot,
+        now: float,
+        replacement: str | None,
+        decided_at: float | None = None,
     ) -> tuple[StartResult, ...]:
         results: list[StartResult] = []
         for node in decision.nodes:
             command = self._command(node, decision.reason, now, replace_first=replacement is not None)
+            if decided_at is not None:  # the decision's time names the execution: a restart finds the same
+                command = replace(command, requested_at=decided_at)
             if replacement is None:
                 result = self.ports.workflow.start(command)
             else:
@@ -386,7 +396,37 @@ class DisruptionService:
                 )
         return tuple(results)
 
+    def _recover_staged(self, current: Snapshot, now: float) -> None:
+        """Surges with several replacements that an earlier container staged, rebuilt from their claims: the
+        claims launched together (same `replaces`, same creation) name the nodes and the reason. A start this
+        container repeats is harmless: the execution's name comes from the decision's time."""
+        known = {claim_id for s in self.staged for claim_id in s.claim_ids}
+        groups: dict[tuple[tuple[str, ...], float], list[NodeClaim]] = {}
+        for claim in current.claims:
+            if (
+                claim.replaces
+                and claim.state != "deleting"
+                and now - claim.created_at <= REPLACEMENT_TIMEOUT_S
+            ):
+                groups.setdefault((claim.replaces, claim.created_at), []).append(claim)
+        for (names, created_at), claims in sorted(groups.items(), key=lambda g: g[0][1]):
+            if len(claims) < 2 or any(c.id in known for c in claims):
+                continue
+            nodes = tuple(n for n in (current.managed(name) for name in names) if n is not None)
+            if not nodes or any(_tainted(n) for n in nodes):
+                continue
+            recorded = claims[0].disruption_reason
+            decision = Decision(
+                DisruptionReason(recorded) if recorded in REASONS else DisruptionReason.DRIFTED,
+                nodes,
+                "a surge staged before a cold start: its executions start once every replacement is initialized",
+            )
+            self.staged.append(StagedSurge(decision, tuple(sorted(c.id for c in claims)), created_at))
+            for node in nodes:
+                self.started.setdefault(node.name, Started(node.name, "", decision.reason, created_at))
+
     def _progress_staged(self, current: Snapshot, now: float) -> list[Acted]:
+        self._recover_staged(current, now)
         acted: list[Acted] = []
         waiting: list[StagedSurge] = []
         claims = {c.id: c for c in current.claims}
@@ -411,7 +451,7 @@ class DisruptionService:
                     n for n in (current.managed(x.name) for x in staged.decision.nodes) if n is not None
                 )
                 decision = replace(staged.decision, nodes=fresh)
-                results = self._start_all(decision, current, now, staged.claim_ids[0])
+                results = self._start_all(decision, current, now, staged.claim_ids[0], decided_at=staged.at)
                 acted.append(Acted(decision, "started", results, staged.claim_ids))
             else:
                 waiting.append(staged)

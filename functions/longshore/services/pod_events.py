@@ -14,7 +14,8 @@ never count. Invariants: a node's last event time only moves forward; the tracke
 nodes it was last told to keep (`forget_except`).
 
 A cold container starts from the node's claim: the claim's `last_pod_event_at` (written by the service when it
-moved), and, when the claim says the node had pods (`had_pods`) and none are left, they left "now".
+moved), and, when the claim says the node had pods not already terminating (`had_pods`) and none are left,
+they left "now".
 """
 
 from __future__ import annotations
@@ -87,8 +88,11 @@ class PodEventTracker:
         return self.last_event.get(node)
 
     def has_pods(self, node: str) -> bool:
-        """Whether the last observation of `node` saw pods on it (DaemonSet and mirror pods aside)."""
-        return bool(self._present.get(node, frozenset()) - {_RECORDED})
+        """Whether the last observation of `node` saw pods on it that were not already leaving (DaemonSet and
+        mirror pods aside): a terminating pod's departure is already in the clock, so a cold container must
+        not count its vanishing as a new event."""
+        staying = self._present.get(node, frozenset()) - self._terminating.get(node, frozenset())
+        return bool(staying - {_RECORDED})
 
     def forget_except(self, nodes: Iterable[str]) -> None:
         keep = set(nodes)

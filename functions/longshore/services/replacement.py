@@ -301,6 +301,8 @@ class ClusterReplacementLauncher:
             nodepool_hash=pool_hash,
             nodeclass_hash=class_hash,
             reason=f"replaces {source.subject} ({reason})",
+            # the planner counts the replaced node as going away and this claim as taken by its pods
+            replaces=(source.node_name,) if source.node_name else (),
         )
         return replace(request, claim=claim)
 

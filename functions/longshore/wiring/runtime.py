@@ -207,7 +207,7 @@ class Runtime:
     def table(self) -> DynamoTable:
         from longshore.adapters.aws.dynamodb import DynamoTable
 
-        return DynamoTable(self.client("dynamodb"), self.settings.table_name)
+        return DynamoTable(self.client("dynamodb"), self.settings.table_name, sleep=self.clock.sleep)
 
     @cached_property
     def claims(self) -> DynamoClaimStore:

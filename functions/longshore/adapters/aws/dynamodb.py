@@ -18,10 +18,11 @@ by `until > now` because TTL deletion is lazy.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from typing import Any
 
-from longshore.adapters.aws.retry import ClientError
+from longshore.adapters.aws.retry import ClientError, PatientClient
 from longshore.core.claims import NodeClaim
 from longshore.core.model import Requirement
 
@@ -62,10 +63,12 @@ def claim_from_doc(doc: str) -> NodeClaim:
 
 
 class DynamoTable:
-    """The table's name and a DynamoDB client; the three stores below share it."""
+    """The table's name and a DynamoDB client; the three stores below share it. With `sleep` (the Lambda's
+    clock), throttling and 5xx answers are retried with bounded backoff after botocore's own attempts
+    (`retry.PatientClient`), so a throttled table slows a pass instead of failing it."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
-        self.client = client
+    def __init__(self, client: Any, table_name: str, sleep: Callable[[float], None] | None = None) -> None:
+        self.client = PatientClient(client, sleep) if sleep is not None else client
         self.name = table_name
 
 

@@ -134,4 +134,7 @@ def api_client(cluster: ClusterInfo, tokens: TokenSource, endpoint: str | None =
             conf.api_key[name] = token
 
     config.refresh_api_key_hook = refresh
+    # One retry layer: `adapters/kube/retry.py` retries with backoff on the injected clock. urllib3's own
+    # default (3 retries, sleeping a 429/503's `Retry-After` in real time) would sleep outside that policy.
+    config.retries = False
     return k8s.ApiClient(configuration=config)

@@ -98,6 +98,7 @@ class Ec2Fleet:
         self._sleep = sleep
         self._amis = AmiResolver(ssm, ec2)
         self._template_images: dict[str, str] = {}
+        self._user_data: dict[object, str] = {}  # rendered user data by its inputs (rendering is pure)
         self.templates = LaunchTemplates(ec2, cluster.name)
         self._subnets: dict[str, dict[str, Subnet]] = {}
         self._security_groups: dict[str, tuple[str, ...]] = {}
@@ -254,6 +255,20 @@ class Ec2Fleet:
             self._profiles[node_class.name] = profile
         return self._profiles[node_class.name]
 
+    def _render(self, family: str, bootstrap: Any, kubelet: Any, own: str | None) -> str:
+        """`render_user_data`, memoised by its inputs (it is pure; an unhashable input is not memoised)."""
+        key = (family, self._cluster, bootstrap, kubelet, own)
+        try:
+            text = self._user_data.get(key)
+        except TypeError:
+            return render_user_data(family, self._cluster, bootstrap, kubelet, own)  # type: ignore[arg-type]
+        if text is None:
+            text = render_user_data(family, self._cluster, bootstrap, kubelet, own)  # type: ignore[arg-type]
+            if len(self._user_data) >= 256:
+                self._user_data.clear()
+            self._user_data[key] = text
+        return text
+
     def _template_for(
         self,
         pool: NodePool,
@@ -266,13 +281,8 @@ class Ec2Fleet:
         self._amis.refresh_if_stale(now)
         image = self._amis.resolve(node_class, self._cluster.version, option.arch, option.accelerator)
         bootstrap = node_bootstrap(pool, node_class, option, family, labels)
-        text = render_user_data(
-            family,  # type: ignore[arg-type]
-            self._cluster,
-            bootstrap,
-            pool.effective_kubelet(node_class),
-            node_class.user_data,
-        )
+        kubelet = pool.effective_kubelet(node_class)
+        text = self._render(family, bootstrap, kubelet, node_class.user_data)
         spec = TemplateSpec(
             image_id=image,
             security_group_ids=self._security_group_ids(node_class),

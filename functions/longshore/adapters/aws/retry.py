@@ -5,6 +5,10 @@ already retries throttling codes such as EC2's `RequestLimitExceeded` with jitte
 call is still throttled after botocore gives up, `call_with_backoff` retries it a bounded number of times more
 with its own exponential backoff, sleeping through the injected `sleep` (the Lambda's clock; a virtual clock in
 the simulation), and then re-raises, so a throttled run fails one claim cleanly instead of looping.
+
+DynamoDB holds every decision's state, so its calls go through `PatientClient`: throttling *and* server errors
+(5xx) get the same bounded backoff after botocore's own attempts, so a pass survives a throttled table instead
+of failing its invocation. Conditional-check failures and other 4xx pass through at once: they are answers.
 """
 
 from __future__ import annotations
@@ -55,17 +59,55 @@ def backoff_delays(
     return tuple(min(cap_s, base_s * 2**i) for i in range(retries))
 
 
-def call_with_backoff(call: Callable[[], T], sleep: Callable[[float], None], retries: int = OWN_RETRIES) -> T:
-    """`call()`, retried after throttling errors with bounded exponential backoff; other errors pass through."""
+def is_server_error(error: BaseException) -> bool:
+    """A 5xx answer (DynamoDB's `InternalServerError`, `ServiceUnavailable`...)."""
+    if not isinstance(error, ClientError):
+        return False
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return isinstance(status, int) and status >= 500
+
+
+def is_transient(error: BaseException) -> bool:
+    return is_throttle(error) or is_server_error(error)
+
+
+def call_with_backoff(
+    call: Callable[[], T],
+    sleep: Callable[[float], None],
+    retries: int = OWN_RETRIES,
+    transient: Callable[[BaseException], bool] = is_throttle,
+) -> T:
+    """`call()`, retried after `transient` errors (throttling by default) with bounded exponential backoff;
+    other errors pass through."""
     delays = backoff_delays(retries)
     for delay in delays:
         try:
             return call()
         except ClientError as error:
-            if not is_throttle(error):
+            if not transient(error):
                 raise
             sleep(delay)
     return call()
+
+
+class PatientClient:
+    """A boto3 client whose every operation is `call_with_backoff(..., transient=is_transient)`."""
+
+    def __init__(self, client: Any, sleep: Callable[[float], None]) -> None:
+        self._client = client
+        self._sleep = sleep
+        self.meta = client.meta
+        self.exceptions = client.exceptions
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if not callable(method) or name.startswith("get_paginator") or name.startswith("get_waiter"):
+            return method
+
+        def patient(*args: Any, **kwargs: Any) -> Any:
+            return call_with_backoff(lambda: method(*args, **kwargs), self._sleep, transient=is_transient)
+
+        return patient
 
 
 def client(session: Any, service: str, region: str | None = None) -> Any:

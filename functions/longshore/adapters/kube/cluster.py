@@ -10,13 +10,16 @@ pod and node lists are served from a list-then-watch cache; filtered reads alway
 plain dict bodies (a dict `patch_node` body is a strategic-merge patch; `spec.taints` has no merge key, so
 the list is replaced, which is what `NodePatch.taints` means). Every call goes through `call_with_retries`
 (5xx, throttling 429, timeouts); an eviction refused by a PodDisruptionBudget is an answer, not a failure.
+
+Events: an Event's name is derived from its object, reason and message up to numbers (`event_name`), so the
+same Event posted again, by this container or a cold one, is an AlreadyExists that becomes a `count` increment
+on the Event already there (as client-go's event correlator aggregates), not a second Event.
 """
 
 from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -36,7 +39,7 @@ from longshore.adapters.kube.retry import (
 )
 from longshore.bulk import gc_paused
 from longshore.core import labels as wk
-from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch
+from longshore.ports.kube import EvictionResult, KubeEvent, Manifest, NodePatch, event_name
 
 PAGE_SIZE: Final = 500
 REQUEST_TIMEOUT: Final = (5.0, 30.0)  # connect, read (seconds)
@@ -282,13 +285,15 @@ class KubeCluster:
         return response is not None
 
     def post_event(self, event: KubeEvent) -> None:
+        """Create the Event, or count a repeat on the one already there (module docstring: Events)."""
         stamp = _rfc3339(self._now())
         involved = event.involved
         namespace = involved.namespace or self._event_namespace
+        name = event_name(event)
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{involved.name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "involvedObject": {
                 "apiVersion": involved.api_version,
                 "kind": involved.kind,
@@ -305,11 +310,29 @@ class KubeCluster:
             "source": {"component": self._component},
             "reportingComponent": self._component,
         }
+        try:
+            self._call(
+                f"post event {event.reason}",
+                self._core.create_namespaced_event,
+                namespace,
+                body,
+                _preload_content=False,
+            )
+            return
+        except ApiException as error:
+            if error.status != 409:
+                raise
+        existing = self._absent_is_none(
+            f"read event {name}", self._core.read_namespaced_event, name, namespace, _preload_content=False
+        )
+        count = int((_json(existing) if existing is not None else {}).get("count") or 1) + 1
+        patch = {"count": count, "lastTimestamp": stamp, "message": event.message[:1024]}
         self._call(
-            f"post event {event.reason}",
-            self._core.create_namespaced_event,
+            f"count event {event.reason}",
+            self._core.patch_namespaced_event,
+            name,
             namespace,
-            body,
+            patch,
             _preload_content=False,
         )
 

@@ -4,7 +4,8 @@ Theory of operation: the API server answers 5xx when it is overloaded or restart
 and Fairness throttles us, and connections time out; all of these are worth a few retries with exponential
 backoff (`RetryPolicy`). A 429 from the Eviction API that carries a `DisruptionBudget` cause is *not*
 transient: it is a PodDisruptionBudget's answer, and the drain handles it (`is_pdb_refusal`). Everything else
-(4xx) is returned to the caller at once. Sleeping goes through an injected function so tests and the
+(4xx) is returned to the caller at once. A `Retry-After` header lengthens the wait up to the policy's longest
+delay. This is the only retry layer: the API client is built with urllib3's retries off. Sleeping goes through an injected function so tests and the
 simulation do not wait in real time.
 """
 
@@ -62,6 +63,15 @@ def is_pdb_refusal(error: Any) -> bool:
     return False
 
 
+def retry_after_s(error: BaseException) -> float:
+    """Seconds the server asked us to wait (`Retry-After` in seconds), or 0."""
+    headers = getattr(error, "headers", None) or {}
+    try:
+        return max(0.0, float(headers.get("Retry-After", 0)))
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
+
+
 def is_transient(error: BaseException) -> bool:
     status = getattr(error, "status", None)
     if isinstance(status, int):
@@ -86,7 +96,7 @@ def call_with_retries(
                 raise
             last = error
             if attempt + 1 < policy.attempts:
-                sleep(policy.delay(attempt))
+                sleep(max(policy.delay(attempt), min(policy.max_delay_s, retry_after_s(error))))
     detail = getattr(last, "status", None) or type(last).__name__
     raise ClusterUnavailableError(
         f"{what}: the API server kept failing ({detail}) after {policy.attempts} attempts"

@@ -202,7 +202,10 @@ def build_templates(
         node_class = classes.get(pool.node_class) or NodeClass(
             name=pool.node_class, origin=Origin("karpenter.k8s.aws/v1", "EC2NodeClass")
         )
-        templates.append(build_template(pool, node_class, catalog, daemonsets, settings))
+        key = ("template", pool, node_class, daemonsets, settings)
+        templates.append(
+            catalog.memo(key, lambda: build_template(pool, node_class, catalog, daemonsets, settings))  # noqa: B023
+        )
     return tuple(templates)
 
 

@@ -33,6 +33,7 @@ from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable
 from longshore.core.claims import NodeClaim, provider_id
 from longshore.core.disruption import planner
+from longshore.core.disruption.decisions import DisruptionPlan
 from longshore.core.model import (
     Budget,
     ClusterConfig,
@@ -216,7 +217,7 @@ def run(
     config, cluster, store = build(nodes, pods_per_node, fill)
     catalog = real_catalog("us-east-1")
     timings: list[dict[str, float]] = []
-    result: planner.DisruptionPlan | None = None
+    result: DisruptionPlan | None = None
     profiler = cProfile.Profile() if profile else None
     for _ in range(repeat):
         started, cpu_started = time.perf_counter(), time.process_time()

@@ -301,7 +301,7 @@ class PlannerCadence:
                 wake = min(wake, now + int(left.group(1)) + 1)
             elif "(schedule " in reason:
                 wake = min(wake, self._next_window_change(now))
-            elif event_reason_for(reason) == "Unconsolidatable" or any(m in reason for m in _STABLE_MARKERS):
+            elif event_reason_for(skipped) == "Unconsolidatable" or any(m in reason for m in _STABLE_MARKERS):
                 continue
             else:
                 return None  # "not yet" reasons, or any this rule does not know: keep the cadence

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from longshore.core import labels as wk
 from longshore.core.disruption import planner
+from longshore.core.disruption.decisions import Decision, DisruptionPlan, PassedOverKind
 from longshore.core.disruption.drift import nodepool_hash
 from longshore.core.disruption.state import DisruptionInput, ManagedNode, PdbView
 from longshore.core.model import Budget, ClusterConfig, Disruption, Expiry, NodePool, Origin
@@ -89,7 +90,7 @@ def managed(
     )  # type: ignore[arg-type]
 
 
-def run(*nodes: ManagedNode, pools: tuple[NodePool, ...] = (), **extra: object) -> planner.DisruptionPlan:
+def run(*nodes: ManagedNode, pools: tuple[NodePool, ...] = (), **extra: object) -> DisruptionPlan:
     inp = DisruptionInput(
         now=NOW, config=config(*(pools or (a_pool(),))), nodes=nodes, catalog=TYPES, **extra
     )  # type: ignore[arg-type]
@@ -116,6 +117,18 @@ def test_consolidate_after_never_keeps_empty_nodes() -> None:
     result = run(managed("a"), pools=(a_pool(policy="WhenEmpty", after=None),))
     assert result.decisions == ()
     assert "never removes empty nodes" in (result.reason_for("a") or "")
+    assert [p.kind for p in result.passed_over] == [PassedOverKind.UNCONSOLIDATABLE]
+
+
+def test_passed_over_kinds() -> None:
+    waiting = managed("waiting", idle_since=NOW - 30)
+    pinned = managed("pinned", annotations=(("karpenter.sh/do-not-disrupt", "true"),))
+    result = run(waiting, pinned, pools=(a_pool(after=60),))
+    kinds = {p.node: p.kind for p in result.passed_over}
+    assert kinds == {"waiting": PassedOverKind.TRANSIENT, "pinned": PassedOverKind.BLOCKED}
+    alone = managed("alone", type_name="m5.large", price=0.096, pods=(pod("w", cpu="1500m", memory="6Gi"),))
+    (passed,) = run(alone).passed_over
+    assert passed.kind is PassedOverKind.UNCONSOLIDATABLE
 
 
 def test_budget_limits_how_many_empty_nodes_go_at_once() -> None:
@@ -333,7 +346,7 @@ def test_revalidation_rejects_a_move_when_the_cluster_changed() -> None:
     verdict = planner.revalidate(decision, fresh)
     assert isinstance(verdict, str)
     still = DisruptionInput(now=NOW + 15, config=config(a_pool()), nodes=(a, b), catalog=TYPES)
-    assert isinstance(planner.revalidate(decision, still), planner.Decision)
+    assert isinstance(planner.revalidate(decision, still), Decision)
 
 
 def test_unmanaged_nodes_are_valid_destinations_but_never_candidates() -> None:

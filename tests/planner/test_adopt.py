@@ -20,6 +20,7 @@ from longshore.adapters.memory import MemoryOfferingAvailability
 from longshore.cli.adopt import command
 from longshore.cli.explain import offline_catalog
 from longshore.config import load_cluster_text
+from longshore.core.commands import DisruptionReason
 from longshore.core.disruption import planner
 from longshore.services.disruption_snapshot import take_snapshot
 from longshore_sim.aws import create_table
@@ -156,4 +157,4 @@ def test_adoption_replaces_nothing_and_the_adopted_nodes_are_then_managed(world:
     )
     assert {n.node.name for n in snapshot.input.nodes} == {"n1", "n2"}
     decisions = planner.plan(snapshot.input).decisions
-    assert [(d.reason, d.node_names) for d in decisions] == [(planner.EMPTY, ("n2",))]
+    assert [(d.reason, d.node_names) for d in decisions] == [(DisruptionReason.EMPTY, ("n2",))]

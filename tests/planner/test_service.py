@@ -258,6 +258,22 @@ def test_blocked_reasons_are_posted_once_not_every_pass() -> None:
     assert "pinned" in w.cluster.nodes and w.simulator.executions() == ()
 
 
+def test_consolidate_after_never_posts_one_event_type_whatever_the_sentence() -> None:
+    # The Event reason follows the planner's PassedOverKind, not the wording: an empty node ("never removes
+    # empty nodes") and a busy one ("never consolidates") of a consolidateAfter: Never pool get the same.
+    w = PlannerWorld(cluster_config(a_pool(after=None)))
+    w.add_node("empty")
+    w.add_node("busy")
+    w.add_pod("web", "busy", cpu="1")
+
+    w.run_pass()
+
+    posted = {e.involved.name: (e.reason, e.type) for e in w.events()}
+    assert posted == {"empty": ("Unconsolidatable", "Normal"), "busy": ("Unconsolidatable", "Normal")}
+    messages = {e.involved.name: e.message for e in w.events()}
+    assert "never removes empty nodes" in messages["empty"] and "never consolidates" in messages["busy"]
+
+
 def test_termination_grace_period_becomes_the_command_deadline() -> None:
     w = PlannerWorld(cluster_config(a_pool(policy="WhenEmpty", after=0, grace=600)))
     w.add_node("idle")

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from longshore.adapters.memory import MemoryOfferingAvailability
 from longshore.core.disruption import planner
+from longshore.core.disruption.decisions import PassedOver, PassedOverKind
 from longshore.services.disruption_events import event_reason_for
 from longshore.services.disruption_snapshot import Snapshot, pdb_view, take_snapshot
 from longshore.services.pod_events import PodEventTracker
@@ -105,17 +106,23 @@ def test_pod_events_come_from_binds_deletions_and_vanished_pods() -> None:
     assert tracker.observe("m", [], START + 20) == START + 20  # vanished unseen: noticed now
 
 
-def test_event_reasons_for_passed_over_nodes() -> None:
-    assert event_reason_for("empty for 30s of the 60s pool default waits") is None
-    assert event_reason_for("no cheaper option") == "Unconsolidatable"
+def test_event_reasons_for_passed_over_nodes_follow_the_kind_not_the_words() -> None:
+    def passed(reason: str, kind: PassedOverKind) -> PassedOver:
+        return PassedOver("n", reason, kind)
+
     assert (
-        event_reason_for("PDB shop/db allows no disruption now (it protects pod shop/db-0)")
-        == "DisruptionBlocked"
+        event_reason_for(passed("empty for 30s of the 60s pool default waits", PassedOverKind.TRANSIENT))
+        is None
     )
     assert (
-        event_reason_for("drifted (AMI changed) but pod a/b would have nowhere to go (x)")
-        == "DisruptionBlocked"
+        event_reason_for(passed("no cheaper option", PassedOverKind.UNCONSOLIDATABLE)) == "Unconsolidatable"
     )
+    blocked = "PDB shop/db allows no disruption now (it protects pod shop/db-0)"
+    assert event_reason_for(passed(blocked, PassedOverKind.BLOCKED)) == "DisruptionBlocked"
+    # Words that used to decide the Event ("would have nowhere to go", "empty for ") no longer do.
+    drifted = "drifted (AMI changed) but pod a/b would have nowhere to go (x)"
+    assert event_reason_for(passed(drifted, PassedOverKind.BLOCKED)) == "DisruptionBlocked"
+    assert event_reason_for(passed("empty for ever", PassedOverKind.UNCONSOLIDATABLE)) == "Unconsolidatable"
 
 
 def test_config_pools_without_nodes_are_fine() -> None:

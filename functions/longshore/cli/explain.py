@@ -40,6 +40,7 @@ import click
 from longshore.cli.options import config_options, load_from_options
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
+from longshore.core.commands import DisruptionReason
 from longshore.core.disruption import budgets, planner
 from longshore.core.model import ClusterConfig
 from longshore.core.scheduling import SchedulingInput, solve
@@ -220,15 +221,20 @@ def _budget_lines(config: ClusterConfig, pool_name: str, inp: Any) -> tuple[str,
     pool = next((p for p in config.node_pools if p.name == pool_name), None)
     if pool is None:
         return (f"pool {pool_name} is not in the configuration",)
-    count = sum(
-        1 for n in inp.nodes if n.nodepool == pool_name and n.initialized_at is not None and not n.disrupting
-    )
-    busy = sum(1 for n in inp.nodes if n.nodepool == pool_name and (n.disrupting or not n.ready))
+    pass_budgets = budgets.PassBudgets(inp)
+    count, busy = pass_budgets.count[pool_name], pass_budgets.disrupting[pool_name]
     lines = []
-    for reason in (budgets.EMPTY, budgets.DRIFTED, budgets.UNDERUTILIZED, budgets.EXPIRED):
-        allowance = budgets.allowance(pool, reason, count, busy, inp.now)
+    for reason in (
+        DisruptionReason.EMPTY,
+        DisruptionReason.DRIFTED,
+        DisruptionReason.UNDERUTILIZED,
+        DisruptionReason.EXPIRED,
+    ):
+        allowance = pass_budgets.allowance(pool, reason)
         allowed = "unlimited" if allowance.allowed >= budgets.UNLIMITED else str(allowance.allowed)
-        lines.append(f"budget {reason}: {allowed} more now ({count} nodes, {busy} disrupting)")
+        lines.append(
+            f"budget {budgets.budget_reason(reason)}: {allowed} more now ({count} nodes, {busy} disrupting)"
+        )
     return tuple(lines)
 
 
@@ -255,7 +261,9 @@ def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
     plan = planner.plan(inp)
     for decision in plan.decisions:
         if name in decision.node_names:
-            verdict = "consolidation-candidate" if decision.reason == planner.UNDERUTILIZED else "decision"
+            verdict = (
+                "consolidation-candidate" if decision.reason == DisruptionReason.UNDERUTILIZED else "decision"
+            )
             text = describe_decision(decision)
             if verdict == "consolidation-candidate":
                 text += " (acts after a 15 s re-validation)"

@@ -19,21 +19,32 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final
 
-REASONS: Final = frozenset(
-    {
-        "interruption",
-        "expired",
-        "drifted",
-        "empty",
-        "underutilized",
-        "rotation",
-        "rebalance",
-        "manual",
-        "deleted",  # the Node was deleted (`kubectl delete node`): drain, terminate, then release the finalizer
-    }
-)
+
+class DisruptionReason(StrEnum):
+    """Why a node is disrupted: the one vocabulary of the planner, budgets, commands, Events and metrics.
+
+    Members are strings (`DisruptionReason.EXPIRED == "expired"`), so they serialise as their value in
+    execution inputs, execution names, metric dimensions and log lines. Disruption budgets spell the graceful
+    ones their own way (`core.disruption.budgets.budget_reason`).
+    """
+
+    INTERRUPTION = "interruption"  # EC2 reclaims the instance (spot interruption, scheduled change...)
+    EXPIRED = "expired"  # older than the pool's expireAfter
+    DRIFTED = "drifted"  # no longer what its pool or node class would launch
+    EMPTY = "empty"  # no workload pods past consolidateAfter
+    UNDERUTILIZED = "underutilized"  # consolidation: its pods fit elsewhere for less
+    ROTATION = "rotation"  # `longshore rotate`
+    REBALANCE = "rebalance"  # an EC2 rebalance recommendation the pool acts on
+    MANUAL = "manual"  # a command started by hand
+    DELETED = (
+        "deleted"  # the Node was deleted (`kubectl delete node`): drain, terminate, release the finalizer
+    )
+
+
+REASONS: Final = frozenset(DisruptionReason)
 
 # Step Functions execution names: 1-80 characters, none of whitespace, brackets, wildcards, the characters
 # " # % \ ^ | ~ ` $ & , ; : / and no control characters.
@@ -102,7 +113,9 @@ def _optional_number(data: Mapping[str, Any], key: str, where: str) -> float | N
     return float(value)
 
 
-ONCE_PER_NODE_REASONS: Final = frozenset({"interruption", "rebalance", "deleted"})
+ONCE_PER_NODE_REASONS: Final = frozenset(
+    {DisruptionReason.INTERRUPTION, DisruptionReason.REBALANCE, DisruptionReason.DELETED}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +127,7 @@ class DisruptionCommand:
     """
 
     instance_id: str
-    reason: str  # "interruption"|"expired"|"drifted"|"empty"|"underutilized"|"rotation"|"rebalance"|"manual"
+    reason: str  # a `DisruptionReason` (checked; read back from an execution input as its string value)
     node_name: str | None = None
     claim_id: str | None = None
     urgent: bool = False  # do not wait for a replacement
@@ -192,7 +205,7 @@ class RotationRequest:
     max_unavailable: int = 1
     surge: bool = True
     canary: bool = True
-    reason: str = "rotation"
+    reason: str = DisruptionReason.ROTATION
     drain_seconds: int | None = None
     requested_at: float = 0.0
 
@@ -249,7 +262,7 @@ class RotationRequest:
         max_unavailable = data.get("maxUnavailable", 1)
         if isinstance(max_unavailable, bool) or not isinstance(max_unavailable, int):
             raise CommandError(f"{_field(where, 'maxUnavailable', max_unavailable)}; expected an integer")
-        reason = data.get("reason", "rotation")
+        reason = data.get("reason", DisruptionReason.ROTATION.value)
         if not isinstance(reason, str):
             raise CommandError(f"{_field(where, 'reason', reason)}; expected one of {sorted(REASONS)}")
         drain = data.get("drainSeconds")

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from longshore.core.commands import DisruptionCommand
+from longshore.core.commands import DisruptionCommand, DisruptionReason
 from longshore.core.model import RebalancePolicy
 from longshore.core.offerings import UNAVAILABLE_TTL_S
 
@@ -52,9 +52,6 @@ IgnoreReason = Literal[
 ]
 
 SPOT: Final = "spot"
-INTERRUPTION_REASON: Final = "interruption"
-REBALANCE_REASON: Final = "rebalance"
-"""How long an interrupted spot offering is kept out of launches (Karpenter's ICE cache TTL)."""
 NOTICE_SECONDS: Final = 120.0
 """Spot and capacity-reservation warnings come two minutes before the instance is reclaimed."""
 
@@ -269,7 +266,7 @@ def _decide_owned(
     if instance.rebalance == "replace":
         command = DisruptionCommand(
             instance_id=instance.instance_id,
-            reason=REBALANCE_REASON,
+            reason=DisruptionReason.REBALANCE,
             node_name=instance.node_name,
             claim_id=instance.claim_id or None,
             urgent=False,
@@ -289,7 +286,7 @@ def _decide_owned(
 def _interruption_command(event: InterruptionEvent, instance: OwnedInstance) -> DisruptionCommand:
     return DisruptionCommand(
         instance_id=instance.instance_id,
-        reason=INTERRUPTION_REASON,
+        reason=DisruptionReason.INTERRUPTION,
         node_name=instance.node_name,
         claim_id=instance.claim_id or None,
         urgent=True,

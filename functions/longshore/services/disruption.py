@@ -51,8 +51,9 @@ from typing import Any, Protocol
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchRequest, NodeClaim
-from longshore.core.commands import DisruptionCommand
+from longshore.core.commands import REASONS, DisruptionCommand, DisruptionReason
 from longshore.core.disruption import planner
+from longshore.core.disruption.decisions import Decision, DisruptionPlan
 from longshore.core.disruption.drift import claim_hashes
 from longshore.core.disruption.state import DisruptionInput, ManagedNode
 from longshore.core.drain import DISRUPTED_TAINT_KEY
@@ -101,7 +102,7 @@ class Started:
 
     node: str
     execution_name: str
-    reason: str
+    reason: DisruptionReason
     at: float
 
 
@@ -109,7 +110,7 @@ class Started:
 class StagedSurge:
     """A decision with several replacements: its executions start once every replacement is initialized."""
 
-    decision: planner.Decision
+    decision: Decision
     claim_ids: tuple[str, ...]
     at: float
 
@@ -118,7 +119,7 @@ class StagedSurge:
 class Acted:
     """What became of one decision this pass."""
 
-    decision: planner.Decision
+    decision: Decision
     outcome: str  # "started" | "staged" | "abandoned"
     executions: tuple[StartResult, ...] = ()
     replacement_claims: tuple[str, ...] = ()
@@ -128,10 +129,10 @@ class Acted:
 @dataclass(frozen=True, slots=True)
 class PassReport:
     now: float
-    plan: planner.DisruptionPlan
+    plan: DisruptionPlan
     acted: tuple[Acted, ...]
-    pending: planner.Decision | None
-    dropped: tuple[tuple[planner.Decision, str], ...] = ()  # consolidation that failed re-validation, and why
+    pending: Decision | None
+    dropped: tuple[tuple[Decision, str], ...] = ()  # consolidation that failed re-validation, and why
     events: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,7 +187,7 @@ class DisruptionService:
         self._catalog = catalog
         self.ports = ports
         self.log = log
-        self.pending: planner.Decision | None = None
+        self.pending: Decision | None = None
         self.started: dict[str, Started] = {}
         self.staged: list[StagedSurge] = []
         self.replacement_claims: dict[str, float] = {}  # claim id -> launched at
@@ -220,7 +221,7 @@ class DisruptionService:
         now = current.input.now
         self._record_pod_events(current)
         acted: list[Acted] = []
-        dropped: list[tuple[planner.Decision, str]] = []
+        dropped: list[tuple[Decision, str]] = []
         acted.extend(self._progress_staged(current, now))
         if (
             self.pending is not None
@@ -229,7 +230,7 @@ class DisruptionService:
         ):
             decision, self.pending = self.pending, None
             verdict = planner.revalidate(decision, current.input)
-            if isinstance(verdict, planner.Decision):
+            if isinstance(verdict, Decision):
                 acted.append(self._act(verdict, current, now))
             else:
                 dropped.append((decision, verdict))
@@ -240,7 +241,7 @@ class DisruptionService:
         inp = self._with_started(current.input)
         plan = planner.plan(inp)
         for decision in plan.decisions:
-            if decision.reason == planner.UNDERUTILIZED:
+            if decision.reason == DisruptionReason.UNDERUTILIZED:
                 if self.pending is None:
                     self.pending = decision
                     self.log.info(
@@ -288,7 +289,7 @@ class DisruptionService:
         return replace(inp, nodes=nodes)
 
     def _command(
-        self, node: ManagedNode, reason: str, now: float, *, replace_first: bool
+        self, node: ManagedNode, reason: DisruptionReason, now: float, *, replace_first: bool
     ) -> DisruptionCommand:
         pool = next((p for p in self.config.node_pools if p.name == node.nodepool), None)
         grace = pool.termination_grace_period_seconds if pool is not None else None
@@ -306,7 +307,7 @@ class DisruptionService:
             requested_at=now,
         )
 
-    def _act(self, decision: planner.Decision, current: Snapshot, now: float) -> Acted:
+    def _act(self, decision: Decision, current: Snapshot, now: float) -> Acted:
         self.log.info(
             "disruption decision",
             extra={
@@ -376,7 +377,7 @@ class DisruptionService:
 
     def _start_all(
         self,
-        decision: planner.Decision,
+        decision: Decision,
         current: Snapshot,
         now: float,
         replacement: str | None,
@@ -422,8 +423,9 @@ class DisruptionService:
             nodes = tuple(n for n in (current.managed(name) for name in names) if n is not None)
             if not nodes or any(_tainted(n) for n in nodes):
                 continue
-            decision = planner.Decision(
-                claims[0].disruption_reason or planner.DRIFTED,
+            recorded = claims[0].disruption_reason
+            decision = Decision(
+                DisruptionReason(recorded) if recorded in REASONS else DisruptionReason.DRIFTED,
                 nodes,
                 "a surge staged before a cold start: its executions start once every replacement is initialized",
             )
@@ -479,8 +481,8 @@ class DisruptionService:
     # -- explaining -----------------------------------------------------------------------------------------
     def _explain(
         self,
-        plan: planner.DisruptionPlan,
-        dropped: Sequence[tuple[planner.Decision, str]],
+        plan: DisruptionPlan,
+        dropped: Sequence[tuple[Decision, str]],
         current: Snapshot,
         now: float,
     ) -> int:

@@ -4,8 +4,9 @@ Rules:
 
 - A node passed over is explained with an Event whose reason is `Unconsolidatable` (consolidation finds no
   better placement for it) or `DisruptionBlocked` (something forbids disrupting it now: a PDB, a budget,
-  `do-not-disrupt`, a drifted or expired node whose pods would have nowhere to go...). Reasons that only say
-  "not yet" (`event_reason_for` returns None) are not posted: they change every pass.
+  `do-not-disrupt`, a drifted or expired node whose pods would have nowhere to go...), as the planner's
+  `PassedOverKind` says, never the wording of its message. Reasons that only say "not yet" (`TRANSIENT`) are
+  not posted: they change every pass.
 - A consolidation dropped on re-validation is `Unconsolidatable`; a node with an unreadable pod is a
   `DisruptionBlocked` Warning; a node whose disruption started gets `Disrupting`; a decision abandoned because
   a replacement could not be launched gets a `DisruptionBlocked` Warning on each of its nodes.
@@ -19,34 +20,22 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from longshore.core.disruption import planner
+from longshore.core.disruption.decisions import Decision, DisruptionPlan, PassedOver, PassedOverKind
 from longshore.ports.kube import Cluster, KubeEvent, Manifest, ObjectRef
 
 EVENT_REPEAT_S: Final = 30 * 60.0
-
-# Passed-over reasons that only say "not yet": no Event (they change every pass).
-_TRANSIENT_PREFIXES: Final = ("empty for ", "pods changed ", "nothing to do")
-_UNCONSOLIDATABLE_MARKERS: Final = (
-    "no cheaper option",
-    "cheapest replacement is the same type",
-    "spot-to-spot",
-    "not worth the disruption",
-    "would have nowhere to go",
-    "only removes empty nodes",
-    "never consolidates",
-)
+_EVENT_REASON: Final = {
+    PassedOverKind.TRANSIENT: None,
+    PassedOverKind.UNCONSOLIDATABLE: "Unconsolidatable",
+    PassedOverKind.BLOCKED: "DisruptionBlocked",
+}
 _NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 
 
-def event_reason_for(passed_over: str) -> str | None:
-    """The Event reason for a passed-over reason: `Unconsolidatable`, `DisruptionBlocked`, or None (transient)."""
-    if passed_over.startswith(_TRANSIENT_PREFIXES):
-        return None
-    if passed_over.startswith(("drifted (", "expired but")):
-        return "DisruptionBlocked"
-    if any(marker in passed_over for marker in _UNCONSOLIDATABLE_MARKERS):
-        return "Unconsolidatable"
-    return "DisruptionBlocked"
+def event_reason_for(passed_over: PassedOver) -> str | None:
+    """The Event reason for a node passed over, from its kind: `Unconsolidatable`, `DisruptionBlocked`, or None
+    (transient: not posted)."""
+    return _EVENT_REASON[passed_over.kind]
 
 
 class NodeEvents:
@@ -87,8 +76,8 @@ class NodeEvents:
 
     def explain(
         self,
-        plan: planner.DisruptionPlan,
-        dropped: Sequence[tuple[planner.Decision, str]],
+        plan: DisruptionPlan,
+        dropped: Sequence[tuple[Decision, str]],
         node_manifests: Mapping[str, Manifest],
         unreadable: Mapping[str, str],
         now: float,
@@ -96,7 +85,7 @@ class NodeEvents:
         """Post why nodes were passed over, dropped on re-validation, or unreadable; returns how many posted."""
         posted = 0
         for skipped in plan.passed_over:
-            reason = event_reason_for(skipped.reason)
+            reason = event_reason_for(skipped)
             if reason is not None:
                 posted += self.post(node_manifests, skipped.node, reason, skipped.reason, now)
         for decision, why in dropped:
@@ -109,7 +98,7 @@ class NodeEvents:
         return posted
 
 
-def describe_decision(decision: planner.Decision) -> str:
+def describe_decision(decision: Decision) -> str:
     """One line for people: reason, nodes, replacements and the saving."""
     parts = [f"{decision.reason}: {decision.explanation}"]
     if decision.replacements:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from longshore.core.claims import CloudInstance, NodeClaim, transition
+from longshore.core.commands import DisruptionReason
 from longshore.core.interruption import (
-    INTERRUPTION_REASON,
     Action,
     CleanUp,
     IgnoreReason,
@@ -188,7 +188,7 @@ class InterruptionService:
                     f"marked {command.instance_type}/{command.zone}/{command.capacity_type} unavailable"
                 )
             elif isinstance(command, StartDisruption):
-                if command.command.reason == INTERRUPTION_REASON and command.command.claim_id:
+                if command.command.reason == DisruptionReason.INTERRUPTION and command.command.claim_id:
                     self._mark_deleting(command.command.claim_id, event)
                 result = self._workflow.start(command.command)
                 if not result.started:

@@ -55,7 +55,7 @@ from longshore.core.claims import (
     provider_id,
     transition,
 )
-from longshore.core.commands import DisruptionCommand
+from longshore.core.commands import DisruptionCommand, DisruptionReason
 from longshore.core.model import ClusterConfig, Taint
 from longshore.core.orphans import adopted_claim, collection_bound, plan_orphans
 from longshore.core.taints import UNREGISTERED_TAINT
@@ -278,7 +278,7 @@ class Lifecycle:
             return False
         command = DisruptionCommand(
             instance_id=claim.instance_id,
-            reason="deleted",
+            reason=DisruptionReason.DELETED,
             node_name=node.name,
             claim_id=claim.id,
             requested_at=now,

@@ -56,6 +56,7 @@ from longshore.core import labels as wk
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchRequest, LaunchResult, NodeClaim, instance_id_of
+from longshore.core.commands import DisruptionReason
 from longshore.core.disruption.drift import claim_hashes
 from longshore.core.drain import drain_pod_from_manifest, left_reason
 from longshore.core.model import ClusterConfig, NodePool
@@ -74,7 +75,9 @@ from longshore.services.launch_requests import launch_request
 log = logging.getLogger(__name__)
 
 #: Reasons for which an empty node is replaced too (the node is swapped, so the pool keeps its node count).
-CAPACITY_PRESERVING_REASONS: Final = frozenset({"rotation", "expired", "drifted"})
+CAPACITY_PRESERVING_REASONS: Final = frozenset(
+    {DisruptionReason.ROTATION, DisruptionReason.EXPIRED, DisruptionReason.DRIFTED}
+)
 #: Plan-and-launch rounds before giving up (each round plans around the offerings the last one found empty).
 MAX_PLANNING_ROUNDS: Final = 3
 #: The namespace of the stand-in pod that sizes an empty node's replacement (never created in the cluster).

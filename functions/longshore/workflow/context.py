@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from longshore.core.claims import NodeClaim
-from longshore.core.commands import DisruptionCommand
-from longshore.core.interruption import INTERRUPTION_REASON
+from longshore.core.commands import DisruptionCommand, DisruptionReason
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances
 from longshore.ports.kube import Cluster, KubeEvent, Manifest, ObjectRef
@@ -84,7 +83,7 @@ def owned_by_tag(ports: StepPorts, instance_id: str) -> bool:
 
 def reclaims(command: DisruptionCommand) -> bool:
     """AWS takes this instance away at the deadline whatever we do (spot warning, scheduled change...)."""
-    return command.reason == INTERRUPTION_REASON
+    return command.reason == DisruptionReason.INTERRUPTION
 
 
 def held_by_other_execution(node: Manifest, execution_name: str) -> str | None:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from longshore.core.commands import DisruptionReason
 from longshore.ports.kube import ClusterUnavailableError, NodePatch, ObjectRef
 from longshore.workflow import nodes
 from longshore.workflow.context import (
@@ -114,7 +115,7 @@ def rollback(state: State, ports: StepPorts) -> State:
 #: Instance states in which the instance has not begun to go away: its node can serve pods again.
 _STILL_RUNNING: Final = frozenset({"pending", "running", "stopping", "stopped"})
 #: Reasons whose instance AWS takes away whatever we do: its node stays cordoned.
-_RECLAIMED_REASONS: Final = frozenset({"interruption"})
+_RECLAIMED_REASONS: Final = frozenset({DisruptionReason.INTERRUPTION})
 
 
 def abort_termination(state: State, ports: StepPorts) -> State:

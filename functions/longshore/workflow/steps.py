@@ -29,9 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Final
 
-from longshore.core.commands import execution_name_of
+from longshore.core.commands import DisruptionReason, execution_name_of
 from longshore.core.drain import DrainPlan, drain_pod_from_manifest, effective_deadline, plan_drain, summarize
-from longshore.core.interruption import INTERRUPTION_REASON
 from longshore.ports.kube import Manifest, NodePatch, ObjectRef
 from longshore.workflow import nodes
 from longshore.workflow.context import (
@@ -206,7 +205,8 @@ def taint(state: State, ports: StepPorts) -> State:
 def _reclaims_holder(node: Manifest) -> bool:
     return bool(
         nodes.disrupted_by(node)
-        and nodes.annotations_of(node).get(nodes.DISRUPTION_REASON_ANNOTATION) == INTERRUPTION_REASON
+        and nodes.annotations_of(node).get(nodes.DISRUPTION_REASON_ANNOTATION)
+        == DisruptionReason.INTERRUPTION
     )
 
 

@@ -12,9 +12,13 @@ older dialects, where expiry was graceful); forceful v1 expiry, interruption and
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
+from typing import Final
 
 from longshore.core import cron
+from longshore.core.commands import DisruptionReason
+from longshore.core.disruption.state import DisruptionInput
 from longshore.core.model import Budget, NodePool
 
 UNLIMITED = 1 << 30
@@ -24,6 +28,17 @@ EMPTY = "Empty"
 DRIFTED = "Drifted"
 UNDERUTILIZED = "Underutilized"
 EXPIRED = "Expired"
+_BUDGET_REASONS: Final = {
+    DisruptionReason.EMPTY: EMPTY,
+    DisruptionReason.DRIFTED: DRIFTED,
+    DisruptionReason.UNDERUTILIZED: UNDERUTILIZED,
+    DisruptionReason.EXPIRED: EXPIRED,
+}
+
+
+def budget_reason(reason: DisruptionReason) -> str | None:
+    """`reason` as budgets spell it (`Empty`, `Drifted`, `Underutilized`, `Expired`); None: budgets never bound it."""
+    return _BUDGET_REASONS.get(reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +87,37 @@ def allowance(pool: NodePool, reason: str, num_nodes: int, disrupting: int, now:
         if cap < best:
             best, limiting = cap, budget
     return Allowance(max(best - disrupting, 0) if best < UNLIMITED else UNLIMITED, limiting)
+
+
+class PassBudgets:
+    """Per-pool allowances for one planner pass, decremented as the pass takes decisions.
+
+    A pool's node count is its initialized nodes not being disrupted; nodes being disrupted or NotReady, plus
+    those the pass already took, consume the allowance.
+    """
+
+    def __init__(self, inp: DisruptionInput) -> None:
+        self.inp = inp
+        self.taken: dict[str, int] = defaultdict(int)
+        self.count: dict[str, int] = defaultdict(int)
+        self.disrupting: dict[str, int] = defaultdict(int)
+        for node in inp.nodes:
+            if node.initialized_at is not None and not node.disrupting:
+                self.count[node.nodepool] += 1
+            if node.disrupting or not node.ready:
+                self.disrupting[node.nodepool] += 1
+
+    def allowance(self, pool: NodePool, reason: DisruptionReason) -> Allowance:
+        spelled = budget_reason(reason)
+        if spelled is None:
+            raise ValueError(f"budgets do not bound {reason} disruptions")
+        return allowance(
+            pool,
+            spelled,
+            self.count[pool.name],
+            self.disrupting[pool.name] + self.taken[pool.name],
+            self.inp.now,
+        )
+
+    def take(self, pool: str, n: int = 1) -> None:
+        self.taken[pool] += n

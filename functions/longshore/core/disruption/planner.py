@@ -1,8 +1,8 @@
 """The disruption planner: which nodes to remove or replace now, and why every other node stays.
 
 Theory of operation. One pass looks at a `DisruptionInput` snapshot and returns a `DisruptionPlan`:
-commands to carry out (`Decision`) and, for every managed node left alone, a sentence saying why
-(`PassedOver`). The methods run in this order, sharing the pools' budgets within the pass:
+commands to carry out (`Decision`) and, for every managed node left alone, a sentence saying why and the
+kind of reason it is (`PassedOver`, `PassedOverKind`; all in `decisions.py`). The methods run in this order, sharing the pools' budgets within the pass:
 
 1. **Expiry** (`expireAfter` / `ttlSecondsUntilExpired`). Pools written as v1 expire forcefully: no budget,
    no pod guard at decision time (the drain still honours PDBs until the termination grace period). Pools
@@ -38,9 +38,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from longshore.core.commands import DisruptionReason
 from longshore.core.disruption import budgets
+from longshore.core.disruption.decisions import Decision, DisruptionPlan, PassedOver, PassedOverKind
 from longshore.core.disruption.drift import drift_reason
 from longshore.core.disruption.guards import disruption_cost, graceful_blocker, node_blocker
 from longshore.core.disruption.state import DisruptionInput, ManagedNode
@@ -54,100 +56,28 @@ MULTI_NODE_MAX_CANDIDATES = 100
 SINGLE_NODE_MAX_EVALUATIONS = 60
 SPOT_TO_SPOT_MIN_CHEAPER_TYPES = 15
 
-EXPIRED, EMPTY, DRIFTED, UNDERUTILIZED = "expired", "empty", "drifted", "underutilized"
-_BUDGET_REASON = {
-    EXPIRED: budgets.EXPIRED,
-    EMPTY: budgets.EMPTY,
-    DRIFTED: budgets.DRIFTED,
-    UNDERUTILIZED: budgets.UNDERUTILIZED,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    reason: str  # expired | empty | drifted | underutilized
-    nodes: tuple[ManagedNode, ...]
-    explanation: str
-    replacements: tuple[ClaimPlan, ...] = ()
-    savings_per_hour: float = 0.0
-    forceful: bool = False
-    validate_after: float | None = None
-
-    @property
-    def node_names(self) -> tuple[str, ...]:
-        return tuple(n.name for n in self.nodes)
-
-
-@dataclass(frozen=True, slots=True)
-class PassedOver:
-    """A node the pass did not disrupt, and why. `retry_at` is set when the reason is only "not yet": the
-    instant at which time alone lifts it (an emptiness or consolidation wait ending)."""
-
-    node: str
-    reason: str
-    retry_at: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DisruptionPlan:
-    decisions: tuple[Decision, ...]
-    passed_over: tuple[PassedOver, ...]
-
-    def reason_for(self, node: str) -> str | None:
-        for decision in self.decisions:
-            if node in decision.node_names:
-                return f"{decision.reason}: {decision.explanation}"
-        for skipped in self.passed_over:
-            if skipped.node == node:
-                return skipped.reason
-        return None
-
-
-class _Budgets:
-    """Per-pool, per-reason allowances for one pass, decremented as decisions are taken."""
-
-    def __init__(self, inp: DisruptionInput) -> None:
-        self.inp = inp
-        self.taken: dict[str, int] = defaultdict(int)
-        self.count: dict[str, int] = defaultdict(int)
-        self.disrupting: dict[str, int] = defaultdict(int)
-        for node in inp.nodes:
-            if node.initialized_at is not None and not node.disrupting:
-                self.count[node.nodepool] += 1
-            if node.disrupting or not node.ready:
-                self.disrupting[node.nodepool] += 1
-
-    def allowance(self, pool: NodePool, reason: str) -> budgets.Allowance:
-        return budgets.allowance(
-            pool,
-            _BUDGET_REASON[reason],
-            self.count[pool.name],
-            self.disrupting[pool.name] + self.taken[pool.name],
-            self.inp.now,
-        )
-
-    def take(self, pool: str, n: int = 1) -> None:
-        self.taken[pool] += n
-
 
 class _Pass:
     def __init__(self, inp: DisruptionInput) -> None:
         self.inp = inp
         self.pools = {p.name: p for p in inp.config.node_pools}
-        self.budgets = _Budgets(inp)
+        self.budgets = budgets.PassBudgets(inp)
         self.decided: set[str] = set()
         self.receivers: dict[str, str] = {}  # node -> the decided node whose evicted pods it takes
-        self.passed: dict[str, str] = {}
+        self.passed: dict[str, tuple[str, PassedOverKind]] = {}
         self.retry_at: dict[str, float] = {}
 
     # -- helpers ------------------------------------------------------------------------------------------
     def pool_of(self, node: ManagedNode) -> NodePool | None:
         return self.pools.get(node.nodepool)
 
-    def pass_over(self, node: ManagedNode, reason: str, retry_at: float | None = None) -> None:
+    def pass_over(
+        self, node: ManagedNode, reason: str, kind: PassedOverKind, retry_at: float | None = None
+    ) -> None:
+        """Record why `node` stays (the first reason a pass finds is the one it keeps)."""
         if node.name in self.passed:
             return
-        self.passed[node.name] = reason
+        self.passed[node.name] = (reason, kind)
         if retry_at is not None:
             self.retry_at[node.name] = retry_at
 
@@ -159,7 +89,11 @@ class _Pass:
         source = self.receivers.get(node.name)
         if source is None:
             return False
-        self.pass_over(node, f"{why}, but it takes pods evicted from {source} in this pass; next pass")
+        self.pass_over(
+            node,
+            f"{why}, but it takes pods evicted from {source} in this pass; next pass",
+            PassedOverKind.BLOCKED,
+        )
         return True
 
     def simulate(self, removed: Sequence[ManagedNode]) -> Plan:
@@ -228,11 +162,15 @@ class _Pass:
             if not pool.expiry.forceful:
                 blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now)
                 if blocker:
-                    self.pass_over(node, f"expired but waiting: {blocker}")
+                    self.pass_over(node, f"expired but waiting: {blocker}", PassedOverKind.BLOCKED)
                     continue
-                allowance = self.budgets.allowance(pool, EXPIRED)
+                allowance = self.budgets.allowance(pool, DisruptionReason.EXPIRED)
                 if allowance.allowed <= 0:
-                    self.pass_over(node, f"expired but {allowance.describe(pool.name, budgets.EXPIRED)}")
+                    self.pass_over(
+                        node,
+                        f"expired but {allowance.describe(pool.name, budgets.EXPIRED)}",
+                        PassedOverKind.BLOCKED,
+                    )
                     continue
             plan = self.simulate([node])
             self.budgets.take(pool.name)
@@ -240,7 +178,7 @@ class _Pass:
             out.append(
                 self.decide(
                     Decision(
-                        EXPIRED,
+                        DisruptionReason.EXPIRED,
                         (node,),
                         f"{why}; {mode}",
                         replacements=_replacements(plan, [node]),
@@ -260,7 +198,9 @@ class _Pass:
             after = pool.disruption.consolidate_after_seconds
             if after is None:
                 self.pass_over(
-                    node, f"empty, but pool {pool.name} never removes empty nodes (consolidateAfter Never)"
+                    node,
+                    f"empty, but pool {pool.name} never removes empty nodes (consolidateAfter Never)",
+                    PassedOverKind.UNCONSOLIDATABLE,
                 )
                 continue
             if self.receiving(node, "empty"):
@@ -270,16 +210,17 @@ class _Pass:
                 self.pass_over(
                     node,
                     f"empty for {idle:.0f}s of the {after}s pool {pool.name} waits",
+                    PassedOverKind.TRANSIENT,
                     node.idle_since() + after,
                 )
                 continue
             blocker = node_blocker(node, self.inp.now, for_consolidation=False)
             if blocker:
-                self.pass_over(node, blocker)
+                self.pass_over(node, blocker, PassedOverKind.BLOCKED)
                 continue
-            allowance = self.budgets.allowance(pool, EMPTY)
+            allowance = self.budgets.allowance(pool, DisruptionReason.EMPTY)
             if allowance.allowed <= 0:
-                self.pass_over(node, allowance.describe(pool.name, budgets.EMPTY))
+                self.pass_over(node, allowance.describe(pool.name, budgets.EMPTY), PassedOverKind.BLOCKED)
                 continue
             self.budgets.take(pool.name)
             chosen.append(node)
@@ -290,7 +231,7 @@ class _Pass:
         return [
             self.decide(
                 Decision(
-                    EMPTY,
+                    DisruptionReason.EMPTY,
                     tuple(chosen),
                     f"empty past consolidateAfter: {names}",
                     savings_per_hour=round(saved, 6),
@@ -313,19 +254,25 @@ class _Pass:
                 continue
             blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now)
             if blocker and pool.termination_grace_period_seconds is None:
-                self.pass_over(node, f"drifted ({why}) but {blocker}")
+                self.pass_over(node, f"drifted ({why}) but {blocker}", PassedOverKind.BLOCKED)
                 continue
-            allowance = self.budgets.allowance(pool, DRIFTED)
+            allowance = self.budgets.allowance(pool, DisruptionReason.DRIFTED)
             if allowance.allowed <= 0:
-                self.pass_over(node, f"drifted ({why}) but {allowance.describe(pool.name, budgets.DRIFTED)}")
+                self.pass_over(
+                    node,
+                    f"drifted ({why}) but {allowance.describe(pool.name, budgets.DRIFTED)}",
+                    PassedOverKind.BLOCKED,
+                )
                 continue
             plan = self.simulate([node])
             stranded = self.stranded(plan, [node])
             if stranded:
-                self.pass_over(node, f"drifted ({why}) but {stranded}")
+                self.pass_over(node, f"drifted ({why}) but {stranded}", PassedOverKind.BLOCKED)
                 continue
             self.budgets.take(pool.name)
-            decision = Decision(DRIFTED, (node,), why, replacements=_replacements(plan, [node]))
+            decision = Decision(
+                DisruptionReason.DRIFTED, (node,), why, replacements=_replacements(plan, [node])
+            )
             out.append(self.decide(decision, plan))
         return out
 
@@ -337,22 +284,31 @@ class _Pass:
             if pool is None or node.is_empty:
                 continue
             if pool.disruption.consolidation_policy == "WhenEmpty":
-                self.pass_over(node, f"pool {pool.name} only removes empty nodes (WhenEmpty)")
+                self.pass_over(
+                    node,
+                    f"pool {pool.name} only removes empty nodes (WhenEmpty)",
+                    PassedOverKind.UNCONSOLIDATABLE,
+                )
                 continue
             after = pool.disruption.consolidate_after_seconds
             if after is None:
-                self.pass_over(node, f"pool {pool.name} never consolidates (consolidateAfter Never)")
+                self.pass_over(
+                    node,
+                    f"pool {pool.name} never consolidates (consolidateAfter Never)",
+                    PassedOverKind.UNCONSOLIDATABLE,
+                )
                 continue
             if self.inp.now - node.idle_since() < after:
                 self.pass_over(
                     node,
                     f"pods changed {self.inp.now - node.idle_since():.0f}s ago; pool waits {after}s",
+                    PassedOverKind.TRANSIENT,
                     node.idle_since() + after,
                 )
                 continue
             blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now, for_consolidation=True)
             if blocker:
-                self.pass_over(node, blocker)
+                self.pass_over(node, blocker, PassedOverKind.BLOCKED)
                 continue
             found.append((node.price / (1.0 + disruption_cost(node, pool, self.inp.now)), node))
         found.sort(key=lambda t: (-t[0], t[1].name))
@@ -397,7 +353,7 @@ class _Pass:
         else:
             text = f"pods of {names} fit on other nodes, saving ${savings:.4f}/h"
         return Decision(
-            UNDERUTILIZED,
+            DisruptionReason.UNDERUTILIZED,
             tuple(removed),
             text,
             replacements=claims,
@@ -411,11 +367,11 @@ class _Pass:
         for node in candidates:
             pool = self.pools[node.nodepool]
             if pool.name not in left:
-                left[pool.name] = self.budgets.allowance(pool, UNDERUTILIZED).allowed
+                left[pool.name] = self.budgets.allowance(pool, DisruptionReason.UNDERUTILIZED).allowed
             if left[pool.name] <= 0:
+                allowance = self.budgets.allowance(pool, DisruptionReason.UNDERUTILIZED)
                 self.pass_over(
-                    node,
-                    self.budgets.allowance(pool, UNDERUTILIZED).describe(pool.name, budgets.UNDERUTILIZED),
+                    node, allowance.describe(pool.name, budgets.UNDERUTILIZED), PassedOverKind.BLOCKED
                 )
                 continue
             left[pool.name] -= 1
@@ -452,7 +408,7 @@ class _Pass:
                     if best is None or _preference(result) > _preference(best):
                         best = result
                     break
-                self.pass_over(node, result)
+                self.pass_over(node, result, PassedOverKind.UNCONSOLIDATABLE)
         if best is None:
             return []
         for node in best.nodes:
@@ -467,9 +423,13 @@ class _Pass:
             decisions += self.consolidation()
         for node in self.inp.nodes:
             if node.name not in self.decided and node.name not in self.passed:
-                self.pass_over(node, "no cheaper option" if not node.is_empty else "nothing to do")
+                if node.is_empty:
+                    self.pass_over(node, "nothing to do", PassedOverKind.TRANSIENT)
+                else:
+                    self.pass_over(node, "no cheaper option", PassedOverKind.UNCONSOLIDATABLE)
         passed = tuple(
-            PassedOver(name, why, self.retry_at.get(name)) for name, why in sorted(self.passed.items())
+            PassedOver(name, why, kind, self.retry_at.get(name))
+            for name, (why, kind) in sorted(self.passed.items())
         )
         return DisruptionPlan(tuple(decisions), passed)
 
@@ -515,7 +475,7 @@ def revalidate(decision: Decision, inp: DisruptionInput) -> Decision | str:
         pool = check.pools.get(pool_name)
         if pool is None:
             return f"pool {pool_name} no longer exists"
-        allowance = check.budgets.allowance(pool, UNDERUTILIZED)
+        allowance = check.budgets.allowance(pool, DisruptionReason.UNDERUTILIZED)
         if allowance.allowed < count:
             return allowance.describe(pool.name, budgets.UNDERUTILIZED)
     result = check.evaluate(nodes)

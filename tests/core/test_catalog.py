@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from longshore.core import labels as wk
-from longshore.core.catalog import Catalog, InstanceType, Offering, labels_from_name, make_instance_type
+from longshore.core.catalog import (
+    MEMO_ENTRIES,
+    Catalog,
+    InstanceType,
+    Offering,
+    labels_from_name,
+    make_instance_type,
+)
 from longshore.core.model import Requirement
 from longshore.core.pricing import PriceTable, PriceTableError, estimate_spot, regional_factor
 from longshore.core.requirements import Requirements
@@ -94,6 +101,23 @@ def test_compatible_offerings_respect_requirements_and_availability() -> None:
     assert len(blocked["m5.large"].compatible_offerings(spot_only, available_only=False)) == 2
     assert "m5.large" not in {it.name for it in blocked.compatible(spot_only)}
     assert blocked["c5.large"] is CATALOG["c5.large"]  # untouched types are shared
+
+
+def test_derived_views_are_memoised_on_the_immutable_catalog_and_bounded() -> None:
+    catalog = Catalog((M5, C5), region="test")
+    blocked = [("m5.large", "a", "spot")]
+    first = catalog.without_offerings(blocked)
+    assert catalog.without_offerings(list(reversed(blocked))) is first  # same set, same view
+    assert catalog.without_offerings([("c5.large", "a", "spot")]) is not first
+    calls: list[int] = []
+    for n in range(MEMO_ENTRIES + 10):
+        catalog.memo(("n", n), lambda: calls.append(1))
+    assert len(calls) == MEMO_ENTRIES + 10  # each key derived once
+    catalog.memo(("n", MEMO_ENTRIES + 9), lambda: calls.append(1))
+    assert len(calls) == MEMO_ENTRIES + 10  # a recent key is still there
+    catalog.memo(("n", 0), lambda: calls.append(1))
+    assert len(calls) == MEMO_ENTRIES + 11  # the oldest were dropped: the memo stays bounded
+    assert catalog.memo({"unhashable": 1}, lambda: "derived") == "derived"
 
 
 def test_restricted_to_zones_drops_other_offerings_and_empty_types() -> None:

@@ -8,7 +8,7 @@ Rules:
   capacity errors on the cheapest types, a provisioner killed between its fleet request and its record,
   the workflow-steps Lambda dying after a step's work and before its answer,
   Kubernetes API errors (5xx, 429) for tens of seconds, DynamoDB throttling (up to twice what the retries
-  absorb), planner cold starts, new AMI releases (drift),
+  absorb), a claim table that loses every item, planner cold starts, new AMI releases (drift),
   manual rotations, and `kubectl delete node`.
 - The scenario runs on the simulation exactly like a shipped one and is judged by every rule of its checker
   (PDBs, `do-not-disrupt`, budgets, duplicate launches, pods that never ran, unsafe terminations, voluntary
@@ -46,6 +46,7 @@ FAULT_KINDS = (
     "rotate",
     "delete-node",
     "dynamo-throttle",
+    "lost-table",
 )
 
 
@@ -76,6 +77,8 @@ def _step(rng: random.Random, kind: str, at: float) -> dict[str, Any]:
         return {"at": at, "coldStart": {"function": "planner"}}
     if kind == "ami":
         return {"at": at, "ami": {"release": f"chaos-{int(at)}"}}
+    if kind == "lost-table":
+        return {"at": at, "loseClaimTable": {}}
     if kind == "dynamo-throttle":
         return {"at": at, "dynamoThrottle": {"times": rng.randint(1, 8)}}
     if kind == "rotate":
@@ -164,8 +167,12 @@ def run_seed(seed: int, faults: Iterable[str] = FAULT_KINDS) -> SeedResult:
 def _run_one(job: tuple[int, tuple[str, ...]]) -> SeedResult:
     import logging
 
+    before = logging.root.manager.disable
     logging.disable(logging.WARNING)  # the functions' own warnings are part of the run, not of its report
-    return run_seed(*job)
+    try:
+        return run_seed(*job)
+    finally:
+        logging.disable(before)  # in-process runs (tests) leave logging as they found it
 
 
 def run(

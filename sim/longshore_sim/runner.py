@@ -621,6 +621,8 @@ class ScenarioRunner:
                 f"t={step.at:g}s: DynamoDB throttles the next {throttle.times} call(s) of "
                 f"{', '.join(throttle.operations)}"
             )
+        elif step.lose_claim_table is not None:
+            note = f"t={step.at:g}s: the claim table lost all {world.lose_claim_table()} of its items"
         elif step.cold_start is not None:
             world.cold_start_planner()
             note = f"t={step.at:g}s: the planner's container is replaced (cold start)"

@@ -143,6 +143,10 @@ class DynamoThrottle(_Strict):
     times: int = Field(3, ge=1, le=100)
 
 
+class LoseClaimTable(_Strict):
+    """Every item of the claim table is deleted; live nodes must be re-adopted, not terminated."""
+
+
 class ColdStart(_Strict):
     """A function's container is replaced: its next invocation starts from nothing (no warm memory)."""
 
@@ -162,6 +166,7 @@ ACTIONS = (
     "api_faults",
     "cold_start",
     "dynamo_throttle",
+    "lose_claim_table",
 )
 
 
@@ -184,6 +189,7 @@ class Step(_Strict):
     api_faults: ApiFaults | None = Field(None, alias="apiFaults")
     cold_start: ColdStart | None = Field(None, alias="coldStart")
     dynamo_throttle: DynamoThrottle | None = Field(None, alias="dynamoThrottle")
+    lose_claim_table: LoseClaimTable | None = Field(None, alias="loseClaimTable")
     note: str | None = None
 
     @model_validator(mode="after")

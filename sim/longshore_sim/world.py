@@ -298,6 +298,21 @@ class SimulatedWorld:
             "Attributes"
         ]["QueueArn"]
 
+    def lose_claim_table(self) -> int:
+        """Every item of the claim table deleted (a restore gone wrong, a person emptying it): the claims, the
+        capacity-error marks and the leases. Returns how many items went."""
+        client = self.table.client
+        removed = 0
+        kwargs: dict[str, Any] = {"TableName": self.table.name, "ProjectionExpression": "pk, sk"}
+        while True:
+            page = client.scan(**kwargs)
+            for item in page.get("Items", []):
+                client.delete_item(TableName=self.table.name, Key={"pk": item["pk"], "sk": item["sk"]})
+                removed += 1
+            if "LastEvaluatedKey" not in page:
+                return removed
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def cold_start_planner(self) -> None:
         """Replace the planner's container: a new service with no memory of earlier passes."""
         self.planner = self._new_planner()

@@ -31,6 +31,7 @@ def test_a_seed_always_generates_the_same_scenario_and_every_fault_kind_appears(
         "rotate",
         "deleteNode",
         "dynamoThrottle",
+        "loseClaimTable",
     }
 
 

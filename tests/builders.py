@@ -20,7 +20,7 @@ from longshore.core import labels as wk
 from longshore.core.catalog import Catalog, InstanceType, Offering, make_instance_type
 from longshore.core.model import NodeClass, NodePool, Origin, Requirement, Taint
 from longshore.core.pods import Pod, pod_from_manifest
-from longshore.core.resources import Resources
+from longshore.core.resources import Limits, Resources
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 
 V1_POOL = Origin("karpenter.sh/v1", "NodePool")
@@ -193,7 +193,7 @@ def pool(
         requirements=tuple(requirements),
         taints=tuple(taints),
         startup_taints=tuple(startup_taints),
-        limits=Resources.parse(limits or {}),
+        limits=Limits.parse(limits or {}),
     )
 
 

@@ -224,6 +224,19 @@ def test_pool_weight_order_and_limits():
     assert all(c.nodepool == "rest" for c in plan.new_claims if c.nodepool != "small")
 
 
+def test_a_limit_of_zero_freezes_the_pool():
+    # `limits: {cpu: "0"}` is a limit (Karpenter filters out every type above what is left: none remains)
+    frozen = pool("frozen", weight=50, limits={"cpu": "0"})
+    _, plan = run([pod("w", cpu="1")], [frozen])
+    assert not plan.new_claims
+    assert "pool frozen: cpu limit 0 reached" in plan.reason_for("default/w")
+    _, plan = run([pod("w", cpu="1")], [frozen, pool("rest")])
+    assert [c.nodepool for c in plan.new_claims] == ["rest"]
+    # a zero limit only rules out what it counts: no GPUs allowed, cpu-only types still launch
+    _, plan = run([pod("w", cpu="1")], [pool("no-gpu", limits={"nvidia.com/gpu": "0"})])
+    assert [c.nodepool for c in plan.new_claims] == ["no-gpu"]
+
+
 def test_unavailable_offerings_are_skipped():
     the_catalog = catalog(
         instance_type("m5.large", vcpus=2, memory_gib=8, price=0.1, zones=("us-east-1a", "us-east-1b"))

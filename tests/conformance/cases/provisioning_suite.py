@@ -22,7 +22,6 @@ CPU = "karpenter.k8s.aws/instance-cpu"
 HOST = "kubernetes.io/hostname"
 OK = {"scheduled": "all"}
 NO = {"unschedulable": "all"}
-BUG_FROZEN = "frozen pool: `limits.cpu: 0` does not stop launches"
 BUG_FALLBACK = "fallback instance types are not filtered by the pool's remaining limits"
 
 
@@ -195,7 +194,6 @@ CASES = [
         pools=[pool(limits={"cpu": "0"})],
         pods=[pod("p")],
         expect=NO,
-        known_bug=BUG_FROZEN,
     ),
     case(
         "Resource Limits: should schedule if limits would be met",

@@ -89,9 +89,10 @@ def _pool_bins(
 ) -> tuple[list[str], list[int] | None, list[tuple[int, ...]], list[BinType]]:
     """The pool's limit names and the room left under them, each type's room and its packer bin type."""
     options = template.options
-    limit_names = [name for name, _ in template.pool.limits.items]
-    usage = solver.inp.usage_of(template.name)
-    limit_room = [template.pool.limits.get(n) - usage.get(n) for n in limit_names] if limit_names else None
+    limits = template.pool.limits
+    limit_names = list(limits.names())
+    # a limit of 0 is a limit (a frozen pool launches nothing): None only when the pool has no limits at all
+    limit_room = list(limits.room(solver.inp.usage_of(template.name))) if limits else None
     rooms = [tuple(max(0, option.room.get(d)) for d in dims) for option in options]
     types = [  # a type minValues rules out takes nothing (it can still be a fallback of bigger claims)
         BinType(
@@ -300,7 +301,7 @@ def _leftover_reason(
         for position, resource in enumerate(names):
             smallest = min((t.limit_usage[position] for t in fitting), default=0)
             if room[position] < smallest:
-                limit = template.pool.limits.get(resource)
+                limit = template.pool.limits.amount(resource)
                 return f"{name}: {resource} limit {format_quantity(resource, limit)} reached"
         return f"{name}: its limits are reached"
     if any(t.topology_key == HOSTNAME for t in unit.variant.affinity):

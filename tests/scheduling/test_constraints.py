@@ -237,6 +237,18 @@ def test_a_limit_of_zero_freezes_the_pool():
     assert [c.nodepool for c in plan.new_claims] == ["no-gpu"]
 
 
+def test_fallback_types_stay_within_the_pool_limits():
+    # Karpenter drops every fallback type bigger than what the limits leave (filterByRemainingResources) and
+    # counts a claim's largest type against them (subtractMax); `run`'s checker verifies the worst case
+    limited = pool(requirements=[req(wk.CAPACITY_TYPE, "In", "on-demand")], limits={"cpu": "6"})
+    _, plan = run(replicas("w", 3, cpu="1500m", affinity=anti_affinity("w")), [limited])
+    assert len(plan.new_claims) == 3 and not plan.unschedulable
+    assert all(c.instance_types == ("m5.large",) for c in plan.new_claims)  # 3 x 2 vCPU: no room to fall back
+    _, plan = run([pod("w", cpu="1500m")], [limited])
+    (claim,) = plan.new_claims
+    assert "m5.4xlarge" not in claim.instance_types and "m5.xlarge" in claim.instance_types  # 16 > 6 vCPU
+
+
 def test_unavailable_offerings_are_skipped():
     the_catalog = catalog(
         instance_type("m5.large", vcpus=2, memory_gib=8, price=0.1, zones=("us-east-1a", "us-east-1b"))

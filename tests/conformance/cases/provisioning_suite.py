@@ -22,7 +22,6 @@ CPU = "karpenter.k8s.aws/instance-cpu"
 HOST = "kubernetes.io/hostname"
 OK = {"scheduled": "all"}
 NO = {"unschedulable": "all"}
-BUG_FALLBACK = "fallback instance types are not filtered by the pool's remaining limits"
 
 
 def case(it: str, **data: Any) -> object:
@@ -206,7 +205,6 @@ CASES = [
         pools=[pool(limits={"cpu": "2"})],
         pods=[pod("p", cpu="1.75")],
         expect={**OK, "max_vcpus": {"p": 2}},
-        known_bug=BUG_FALLBACK,
     ),
     case(
         "Resource Limits: should partially schedule if limits would be exceeded",

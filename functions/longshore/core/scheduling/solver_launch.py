@@ -9,6 +9,7 @@ from longshore.core.requirements import Requirements
 from longshore.core.resources import Resources
 from longshore.core.scheduling.packer import BinType, Item, Offer, PackResult, pack
 from longshore.core.scheduling.solver_claims import (
+    LimitedFallbacks,
     add_claim,
     fallback_offerings,
     min_values_narrow,
@@ -64,7 +65,7 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
     items = _pool_items(solver, template, units, dims, offers, offer_option)
     items = _hostname_constraints(solver, units, items)
     result = pack(items, types, offers, limit_room)
-    _take_result(solver, template, units, items, offers, rooms, types, limit_names, result)
+    _take_result(solver, template, units, items, offers, rooms, types, limit_names, limit_room, result)
 
 
 def _pool_offers(
@@ -157,6 +158,7 @@ def _take_result(
     rooms: list[tuple[int, ...]],
     types: list[BinType],
     limit_names: list[str],
+    limit_room: list[int] | None,
     result: PackResult,
 ) -> None:
     """Turn the packed nodes into claims, and give each unit left over the pool's reason."""
@@ -165,12 +167,16 @@ def _take_result(
     solver.type_order_cache = {}
     solver.fallback_cache = {}
     solver.offering_options = {}
+    limited = LimitedFallbacks.of(types, limit_room, result.nodes, offers) if limit_room is not None else None
     for node in result.nodes:
         fallback = fallback_offerings(
             solver, template, items, offers, options, rooms, node.offer, node.contents
         )
         narrowing = offering_requirements(fallback)  # once per pattern, not per replica
+        chosen = options[offers[node.offer].type_index].name
         for _ in range(node.replicas):
+            if limited is not None:  # each replica's fallbacks within what its predecessors left
+                fallback, narrowing = limited.take(fallback, chosen)
             add_claim(
                 solver, template, units, offers, options, node.offer, node.contents, fallback, narrowing
             )

@@ -165,6 +165,21 @@ def test_zone_anti_affinity_excludes_occupied_zones():
     assert zones == {"us-east-1b", "us-east-1c"}
 
 
+def test_zone_anti_affinity_between_pending_workloads_holds_in_either_order():
+    zonal = [pool(requirements=[req(wk.ZONE, "In", *ZONES)])]
+    # the web pods come first (more cpu, Karpenter's queue order) and take every zone: the loner cannot run
+    webs = [pod(f"web-{z}", cpu="2", labels={"app": "web"}, node_selector={wk.ZONE: z}) for z in ZONES]
+    loner = pod("loner", cpu="100m", affinity=anti_affinity("web", wk.ZONE))
+    _, plan = run([*webs, loner], zonal)  # `run` asserts the checker finds no violation
+    assert set(dict(plan.unschedulable)) == {"default/loner"}
+    # the anti-affine pod comes first, pinned to zone a: the web pods keep out of zone a wherever they land
+    loner = pod("loner", cpu="2", node_selector={wk.ZONE: ZONES[0]}, affinity=anti_affinity("web", wk.ZONE))
+    webs = replicas("web", 4, cpu="100m", labels={"app": "web"})
+    _, plan = run([loner, *webs], zonal)
+    assert not plan.unschedulable
+    assert all(claim_of(plan, w.key).zone != ZONES[0] for w in webs)
+
+
 def test_zone_pod_affinity_follows_existing_pods():
     existing = node(
         "n1",

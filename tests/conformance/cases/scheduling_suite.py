@@ -508,7 +508,6 @@ CASES = [
         "Provider Specific Labels: should schedule optional labels",
         pods=[pod("p", affinity=needs(req(GPU_NAME, "Exists")))],
         expect={**OK, "labels": {"p": {GPU_NAME: "*"}}},
-        known_bug="instance labels only some types define: Exists does not narrow the claim to types carrying the label",
     ),
     one(
         "Provider Specific Labels: should schedule without optional labels if disallowed",

@@ -290,6 +290,20 @@ def test_custom_label_pool_requirement_becomes_a_node_label():
     assert "team" in plan.reason_for("default/y")
 
 
+def test_pods_selecting_different_values_of_a_multi_valued_pool_label_get_their_own_claims():
+    custom = pool("teams", requirements=[req("team", "In", "a", "b")])
+    pods = [
+        pod("x", cpu="100m", node_selector={"team": "a"}),
+        pod("y", cpu="100m", node_selector={"team": "b"}),
+        pod("z", cpu="100m", affinity=node_affinity([expr("team", "NotIn", "a")])),
+    ]
+    _, plan = run(pods, [custom])
+    assert claim_of(plan, "default/x").name != claim_of(plan, "default/y").name
+    assert dict(claim_of(plan, "default/x").labels)["team"] == "a"
+    assert dict(claim_of(plan, "default/y").labels)["team"] == "b"
+    assert claim_of(plan, "default/z").name == claim_of(plan, "default/y").name  # NotIn a leaves b
+
+
 def test_json_schema_has_the_documented_fields():
     _, plan = run(replicas("w", 2))
     document = plan.to_dict()

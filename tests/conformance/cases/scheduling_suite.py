@@ -348,7 +348,6 @@ CASES = [
             "different_nodes": [["a", "b"]],
             "labels": {"a": {KEY: "test-value"}, "b": {KEY: "another-value"}},
         },
-        known_bug="multi-valued pool labels: a pool requirement `In [a, b]` on a custom key is not narrowed per claim",
     ),
     one(
         "Scheduling Logic: Exists operator should not overwrite the existing value",

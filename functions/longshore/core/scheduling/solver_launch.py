@@ -5,7 +5,7 @@ from __future__ import annotations
 from longshore.core import labels as wk
 from longshore.core.pods import PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
-from longshore.core.requirements import Requirements
+from longshore.core.requirements import KeyRequirement, Requirements
 from longshore.core.resources import Resources
 from longshore.core.scheduling.packer import BinType, Item, Offer, PackResult, pack
 from longshore.core.scheduling.solver_claims import (
@@ -62,10 +62,51 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
     narrow = min_values_narrow(solver, template)
     offers, offer_option = _pool_offers(solver, options)
     limit_names, limit_room, rooms, types = _pool_bins(solver, template, dims, narrow)
+    original = [unit.requirements for unit in units]
+    label_conflicts = _pin_claim_labels(template, units)
     items = _pool_items(solver, template, units, dims, offers, offer_option)
-    items = _hostname_constraints(solver, units, items)
+    items = _hostname_constraints(solver, units, items, label_conflicts)
     result = pack(items, types, offers, limit_room)
     _take_result(solver, template, units, items, offers, rooms, types, limit_names, limit_room, result)
+    for unit, requirements in zip(units, original, strict=True):  # the next pool pins afresh
+        unit.requirements = requirements
+
+
+_PLACE_KEYS = frozenset({wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID})
+
+
+def _pin_claim_labels(template: NodeTemplate, units: list[Unit]) -> list[set[int]]:
+    """Labels only the pool defines (no instance type or offering does), such as `team In [a, b]`: every
+    claim carries one value, so a unit narrowing such a key is pinned to one allowed value (the first) and
+    units pinned to different values may not share a node (Karpenter: a claim's requirements must keep
+    every pod's; `pods selecting team=a and team=b` get a claim each, labelled with their value)."""
+    conflicts: list[set[int]] = [set() for _ in units]
+    if not units or not template.options:
+        return conflicts
+    defined = template.options[0].instance_type.requirements().keys()
+    keys = [
+        item.key
+        for item in template.requirements.items
+        if item.key not in defined and item.key not in _PLACE_KEYS and item.size() != 1
+    ]
+    for key in keys:
+        pinned: dict[str, list[int]] = {}
+        for k, unit in enumerate(units):
+            if key not in unit.requirements:
+                continue
+            allowed = template.requirements.intersect(unit.requirements).values(key)
+            if not allowed:
+                continue  # open (NotIn / Exists on an open pool key): any value will do
+            value = min(allowed)
+            unit.requirements = unit.requirements.intersect(
+                Requirements((KeyRequirement.in_(key, (value,)),))
+            )
+            pinned.setdefault(value, []).append(k)
+        for value, members in pinned.items():
+            others = [j for v, js in pinned.items() if v != value for j in js]
+            for k in members:
+                conflicts[k].update(others)
+    return conflicts
 
 
 def _pool_offers(
@@ -195,10 +236,13 @@ def _take_result(
             )
 
 
-def _hostname_constraints(solver: SolverState, units: list[Unit], items: list[Item]) -> list[Item]:
+def _hostname_constraints(
+    solver: SolverState, units: list[Unit], items: list[Item], conflicts: list[set[int]]
+) -> list[Item]:
+    """Per-node constraints: caps, shared caps (groups), items that may not share a node (`conflicts`
+    starts with those of `_pin_claim_labels`) and items that must all share one."""
     caps = [0] * len(units)
     groups: list[list[tuple[int, int]]] = [[] for _ in units]
-    conflicts: list[set[int]] = [set() for _ in units]
     together = [False] * len(units)
     group_ids: dict[tuple[object, ...], int] = {}
     anti_memo: dict[tuple[PodAffinityTerm, str], tuple[set[int], set[int]]] = {}

@@ -120,6 +120,17 @@ def test_zone_spread_balances_and_respects_min_domains():
     assert "minDomains 5" in plan.unschedulable[0][1]
 
 
+def test_spread_domains_of_an_open_pool_requirement_come_from_the_offerings_and_types():
+    # `capacity-type Exists` lists no values: the domains are what the offerings (or the types) offer
+    open_ct = pool(requirements=[req(wk.CAPACITY_TYPE, "Exists")])
+    spread = zone_spread("web", key=wk.CAPACITY_TYPE)
+    _, plan = run(replicas("web", 4, cpu="100m", spread=[spread]), [open_ct])
+    assert Counter(c.capacity_type for c in plan.new_claims for _ in c.pods) == {"spot": 2, "on-demand": 2}
+    families = zone_spread("web", key=wk.INSTANCE_FAMILY)
+    _, plan = run(replicas("web", 4, cpu="100m", spread=[families]), [open_ct])
+    assert not plan.unschedulable
+
+
 def test_zone_spread_counts_existing_pods():
     existing = node("n1", zone="us-east-1a", pods=replicas("web", 2, cpu="100m", node_name="n1"))
     spread = zone_spread("web")

@@ -28,9 +28,6 @@ OK = {"scheduled": "all"}
 
 BUG_SKEW = "topology spread: maxSkew > 1 is not honoured when other domains cannot take pods"
 BUG_ANYWAY = "topology spread: ScheduleAnyway is not relaxed when the constraint cannot be met"
-BUG_CT_EXISTS = (
-    "topology spread: capacity-type domains of a pool requiring `capacity-type Exists` are not known"
-)
 BUG_TAINTS_POLICY = "topology spread: nodeTaintsPolicy / nodeAffinityPolicy are not honoured"
 BUG_BATCH_AFFINITY = "pod affinity to pods pending in the same batch is not resolved"
 BUG_SPREAD_SELECTOR = (
@@ -299,7 +296,6 @@ CASES = [
         "CapacityType: should balance pods across capacity types",
         pods=spreading("p", 4, spread(CT, selector=MATCH)),
         expect={**OK, "counts": [(CT, SEL, [2, 2])]},
-        known_bug=BUG_CT_EXISTS,
     ),
     case(
         "CapacityType: should respect NodePool capacity type constraints",
@@ -340,13 +336,11 @@ CASES = [
         "CapacityType: should match all pods when labelSelector is not specified",
         pods=[pod("p", spread=[spread(CT)])],
         expect={**OK, "counts": [(CT, ["p"], [1])]},
-        known_bug=BUG_CT_EXISTS,
     ),
     case(
         "CapacityType: should handle interdependent selectors",
         pods=pods("p", 5, labels={}, spread=[spread(CT, selector=MATCH)]),
         expect=OK,
-        known_bug=BUG_CT_EXISTS,
     ),
     case(
         "CapacityType: should balance pods across capacity-types (node required affinity constrained)",

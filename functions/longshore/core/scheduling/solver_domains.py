@@ -18,7 +18,7 @@ from longshore.core.scheduling.solver_state import (
     self_selects,
     spread_matches,
 )
-from longshore.core.scheduling.solver_variants import pool_refusal, zones_by_type
+from longshore.core.scheduling.solver_variants import places_by_type, pool_refusal, serving_types
 
 
 def _universe(solver: SolverState, cls: PodClass, requirements: Requirements, key: str) -> list[str]:
@@ -38,14 +38,17 @@ def _compute_universe(solver: SolverState, cls: PodClass, requirements: Requirem
         if pool_refusal(solver, template, cls, variant, requirements) is not None:
             continue
         merged = template.requirements.intersect(requirements)
-        if key == wk.ZONE:
-            for room, zones in zones_by_type(solver, template, merged):
-                if not zones <= values and cls.requests.fits(room):  # nothing new: skip the fit test
-                    values.update(zones)
-        else:
-            allowed = merged.values(key)
-            if allowed:
-                values.update(allowed)
+        if key in (wk.ZONE, wk.CAPACITY_TYPE):  # the offerings decide: those of types that fit the pod
+            for room, places in places_by_type(solver, template, merged, key):
+                if not places <= values and cls.requests.fits(room):  # nothing new: skip the fit test
+                    values.update(places)
+            continue
+        allowed = merged.values(key)
+        if allowed is None:  # open (Exists, NotIn, or only the types define it): the types' own values
+            options = template.options
+            found = (options[i].instance_type.label(key) for i in serving_types(solver, template, merged))
+            allowed = frozenset(v for v in found if v is not None)
+        values.update(allowed)
     for state in (*solver.nodes, *solver.in_flight):
         value = state.labels.get(key)
         if value is not None and requirements.matches(state.labels):

@@ -155,7 +155,7 @@ class SolverState:
         self.serving_cache: dict[tuple[str, Requirements], list[int]] = {}
         self.compatible_cache: dict[tuple[str, Requirements], list[bool]] = {}
         self.offering_options: dict[int, OfferingOption] = {}  # per offer index of the pool being packed
-        self.zones_cache: dict[tuple[str, Requirements], list[tuple[Resources, frozenset[str]]]] = {}
+        self.zones_cache: dict[tuple[str, Requirements, str], list[tuple[Resources, frozenset[str]]]] = {}
         self.universe_cache: dict[tuple[object, ...], list[str]] = {}
         self.before_class = 0
         self.fitting_cache: dict[tuple[object, ...], bool] = {}

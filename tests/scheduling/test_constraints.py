@@ -131,6 +131,18 @@ def test_spread_domains_of_an_open_pool_requirement_come_from_the_offerings_and_
     assert not plan.unschedulable
 
 
+def test_a_spread_whose_selector_matches_no_pod_does_not_spread():
+    # kube-scheduler: a null labelSelector matches nothing; a selector matching no pod leaves nothing to balance
+    nil = {"maxSkew": 1, "topologyKey": wk.ZONE, "whenUnsatisfiable": "DoNotSchedule"}
+    _, plan = run(
+        replicas("web", 3, cpu="100m", spread=[nil]), [pool(requirements=[req(wk.ZONE, "In", *ZONES)])]
+    )
+    assert len({c.zone for c in plan.new_claims}) == 1
+    others = zone_spread("nobody", key=wk.HOSTNAME)
+    _, plan = run(replicas("web", 3, cpu="100m", spread=[others]))
+    assert len(plan.new_claims) == 1
+
+
 def test_zone_spread_counts_existing_pods():
     existing = node("n1", zone="us-east-1a", pods=replicas("web", 2, cpu="100m", node_name="n1"))
     spread = zone_spread("web")

@@ -263,6 +263,8 @@ def _hostname_constraints(
                     if spread_matches(owner, spread, other.cls.labels, other.cls.example.namespace)
                 ]
                 spread_memo[(spread, owner.namespace)] = selected
+            if not selected:
+                continue  # its selector matches no pending pod (not even its own): nothing to balance here
             for j in (k, *selected):
                 if (gid, spread.max_skew) not in groups[j]:
                     groups[j].append((gid, spread.max_skew))

@@ -101,6 +101,16 @@ class LimitedFallbacks:
                 slack[r] -= amount * node.replicas
         return LimitedFallbacks({t.name: t.limit_usage for t in types}, slack)
 
+    def hold_anyway(self, patterns: list[tuple[tuple[str, ...], str, int]]) -> bool:
+        """Whether the limits hold even if every claim of these (type names, chosen type, replicas) patterns
+        launches its largest fallback type (then no list needs filtering: pools with roomy limits)."""
+        extra = [0] * len(self.slack)
+        for names, chosen, replicas in patterns:
+            base = self.usage[chosen]
+            for r in range(len(extra)):
+                extra[r] += replicas * max(0, *(self.usage[name][r] - base[r] for name in names))
+        return all(e <= s for e, s in zip(extra, self.slack, strict=True))
+
     def take(
         self, fallback: tuple[OfferingOption, ...], chosen: str
     ) -> tuple[tuple[OfferingOption, ...], tuple[Requirements, tuple[str, ...]]]:

@@ -208,13 +208,17 @@ def _take_result(
     solver.type_order_cache = {}
     solver.fallback_cache = {}
     solver.offering_options = {}
-    limited = LimitedFallbacks.of(types, limit_room, result.nodes, offers) if limit_room is not None else None
+    patterns = []
     for node in result.nodes:
         fallback = fallback_offerings(
             solver, template, items, offers, options, rooms, node.offer, node.contents
         )
         narrowing = offering_requirements(fallback)  # once per pattern, not per replica
-        chosen = options[offers[node.offer].type_index].name
+        patterns.append((node, fallback, narrowing, options[offers[node.offer].type_index].name))
+    limited = LimitedFallbacks.of(types, limit_room, result.nodes, offers) if limit_room is not None else None
+    if limited is not None and limited.hold_anyway([(p[2][1], p[3], p[0].replicas) for p in patterns]):
+        limited = None  # every claim may launch its largest fallback within the limits: nothing to filter
+    for node, fallback, narrowing, chosen in patterns:
         for _ in range(node.replicas):
             if limited is not None:  # each replica's fallbacks within what its predecessors left
                 fallback, narrowing = limited.take(fallback, chosen)

@@ -31,7 +31,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.model import NodeClass, NodePool, Origin, Requirement
 from longshore.core.pod_manifest import pod_from_manifest
 from longshore.core.pods import Pod
-from longshore.core.resources import Resources
+from longshore.core.resources import Limits
 
 POOL_ORIGIN = Origin("karpenter.sh/v1", "NodePool")
 CLASS = NodeClass(name="default", origin=Origin("karpenter.k8s.aws/v1", "EC2NodeClass"))
@@ -59,7 +59,7 @@ def _pool(requirements: list[Requirement], limits: dict[str, str] | None = None)
         origin=POOL_ORIGIN,
         node_class="default",
         requirements=tuple(requirements),
-        limits=Resources.parse(limits or {}),
+        limits=Limits.parse(limits or {}),
     )
 
 

@@ -21,7 +21,7 @@ from longshore.core.catalog import Catalog, InstanceType, Offering, make_instanc
 from longshore.core.model import NodeClass, NodePool, Origin, Requirement, Taint
 from longshore.core.pod_manifest import pod_from_manifest
 from longshore.core.pods import Pod
-from longshore.core.resources import Resources
+from longshore.core.resources import Limits, Resources
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 
 V1_POOL = Origin("karpenter.sh/v1", "NodePool")
@@ -194,7 +194,7 @@ def pool(
         requirements=tuple(requirements),
         taints=tuple(taints),
         startup_taints=tuple(startup_taints),
-        limits=Resources.parse(limits or {}),
+        limits=Limits.parse(limits or {}),
     )
 
 

@@ -254,3 +254,22 @@ def test_restricted_tags_are_refused() -> None:
             V1_CLASS_EXTRAS.replace("  ipPrefixCount: 2\n", "  tags: {karpenter.sh/nodepool: x}\n"), "x"
         )
     assert caught.value.errors[0].path == "spec.tags.karpenter.sh/nodepool"
+
+
+@pytest.mark.parametrize(
+    ("text", "pool_name", "limits"),
+    [
+        (PROVISIONER_INLINE, "legacy", "  limits: {resources: {cpu: '0', memory: 10Gi}}\n"),
+        (V1BETA1.split("---")[0], "beta", "  limits: {cpu: '0', memory: 10Gi}\n"),
+        (V1_CLASS_EXTRAS.split("---")[0].replace("  replicas: 3\n", ""), "static", "  limits: {cpu: 0}\n"),
+    ],
+    ids=["v1alpha5", "v1beta1", "v1"],
+)
+def test_a_limit_of_zero_is_kept(text: str, pool_name: str, limits: str) -> None:
+    # `limits: {cpu: "0"}` is a frozen pool, not "no cpu limit" (Karpenter skips a pool at its limits)
+    documents = text.replace("spec:\n", "spec:\n" + limits, 1)
+    if pool_name != "legacy":
+        documents += "---\n" + (V1BETA1 if pool_name == "beta" else V1_CLASS_EXTRAS).split("---")[1]
+    pool = load_cluster_text(documents, "x.yaml").pool(pool_name)
+    assert "cpu" in pool.limits and pool.limits.amount("cpu") == 0
+    assert pool.limits and "nodes" not in pool.limits

@@ -8,7 +8,7 @@ import pytest
 
 from longshore.config import ConfigErrors, load_cluster
 from longshore.core.model import BlockDevice, Budget, MetadataOptions, Requirement, SelectorTerm
-from longshore.core.resources import Resources
+from longshore.core.resources import Limits
 from tests.conftest import INVALID_MANIFESTS, VALID_MANIFESTS, VALID_V1_MANIFESTS
 
 VALID = sorted(VALID_MANIFESTS.glob("*.yaml")) + sorted(VALID_V1_MANIFESTS.glob("*.yaml"))
@@ -95,7 +95,7 @@ def test_requirements_ttl_empty_normalises_to_when_empty_after_60s() -> None:
 
 def test_limits_and_kubelet_are_kept() -> None:
     limits = load_cluster([VALID_MANIFESTS / "02-spot-limits.yaml"]).pool("default").limits
-    assert limits == Resources.of({"cpu": 1_000_000, "memory": 1000 * 2**30, "nvidia.com/gpu": 2})
+    assert limits == Limits.of({"cpu": 1_000_000, "memory": 1000 * 2**30, "nvidia.com/gpu": 2})
     kubelet = load_cluster([VALID_MANIFESTS / "03-kubelet-configuration.yaml"]).pool("default").kubelet
     assert kubelet is not None
     assert kubelet.max_pods == 20 and kubelet.pods_per_core == 2

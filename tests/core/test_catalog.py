@@ -90,6 +90,18 @@ def test_filters_by_labels_zones_and_capacity_types() -> None:
     assert CATALOG.compatible(reqs((wk.ARCH, "In", ("arm64",)))) == ()
 
 
+def test_instance_labels_a_type_lacks_do_not_exist() -> None:
+    # Karpenter's AWS provider defines every instance label on every type, as DoesNotExist when it has none
+    assert M5.requirements().get(wk.INSTANCE_GPU_NAME) is not None
+    gpu = [it.name for it in CATALOG.compatible(reqs((wk.INSTANCE_GPU_NAME, "Exists", ())))]
+    assert gpu == ["g4dn.xlarge"]
+    nvme = reqs((wk.INSTANCE_LOCAL_NVME, "Gt", ("100",)))
+    assert CATALOG.compatible(nvme) == ()
+    no_gpu = CATALOG.compatible(reqs((wk.INSTANCE_GPU_NAME, "DoesNotExist", ())))
+    assert "g4dn.xlarge" not in {it.name for it in no_gpu} and len(no_gpu) == 4
+    assert len(CATALOG.compatible(reqs((wk.INSTANCE_GPU_NAME, "NotIn", ("t4",))))) == 4
+
+
 def test_compatible_offerings_respect_requirements_and_availability() -> None:
     spot_only = reqs((wk.CAPACITY_TYPE, "In", ("spot",)))
     assert [(o.zone, o.capacity_type) for o in M5.compatible_offerings(spot_only)] == [

@@ -28,7 +28,7 @@ from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim, provider_id
 from longshore.core.model import ClusterConfig, NodeClass, NodePool, Origin, Requirement, SelectorTerm, Taint
-from longshore.core.resources import Resources
+from longshore.core.resources import Limits
 from longshore.ports.kube import Manifest
 from longshore.services.launch import ClaimLauncher
 from longshore.services.replacement import ClusterReplacementLauncher
@@ -80,7 +80,7 @@ def pool(
             Requirement(wk.ZONE, "In", ZONES),
         ),
         taints=tuple(taints),
-        limits=Resources.parse(limits or {}),
+        limits=Limits.parse(limits or {}),
         replicas=replicas,
     )
 

@@ -252,6 +252,27 @@ def check(inp: SchedulingInput, plan: Plan) -> list[str]:
         for name, limit in pool.limits.items:
             if total.get(name, 0) > limit:
                 problems.append(f"pool {pool.name}: {name} {total[name]} exceeds its limit {limit}")
+        # Karpenter's worst case: the limits hold even if every claim launches its largest fallback type
+        worst: dict[str, int] = defaultdict(int)
+        for name, amount in inp.usage_of(pool.name).items:
+            worst[name] += amount
+        node_class = next(c for c in inp.node_classes if c.name == pool.node_class)
+        kubelet = pool.effective_kubelet(node_class)
+        for claim in plan.new_claims:
+            if claim.nodepool != pool.name:
+                continue
+            sizes = [
+                dict(node_capacity(inp.catalog[t], kubelet, node_class, inp.settings).items)
+                for t in claim.instance_types
+            ]
+            for name, _ in pool.limits.items:
+                worst[name] += 1 if name == "nodes" else max(size.get(name, 0) for size in sizes)
+        for name, limit in pool.limits.items:
+            if worst.get(name, 0) > limit:
+                problems.append(
+                    f"pool {pool.name}: its claims' largest fallback types add up to {name} "
+                    f"{worst[name]}, above its limit {limit}"
+                )
     # each claim's priced offering exists and is available
     for claim in plan.new_claims:
         offers = [

@@ -120,6 +120,29 @@ def test_zone_spread_balances_and_respects_min_domains():
     assert "minDomains 5" in plan.unschedulable[0][1]
 
 
+def test_spread_domains_of_an_open_pool_requirement_come_from_the_offerings_and_types():
+    # `capacity-type Exists` lists no values: the domains are what the offerings (or the types) offer
+    open_ct = pool(requirements=[req(wk.CAPACITY_TYPE, "Exists")])
+    spread = zone_spread("web", key=wk.CAPACITY_TYPE)
+    _, plan = run(replicas("web", 4, cpu="100m", spread=[spread]), [open_ct])
+    assert Counter(c.capacity_type for c in plan.new_claims for _ in c.pods) == {"spot": 2, "on-demand": 2}
+    families = zone_spread("web", key=wk.INSTANCE_FAMILY)
+    _, plan = run(replicas("web", 4, cpu="100m", spread=[families]), [open_ct])
+    assert not plan.unschedulable
+
+
+def test_a_spread_whose_selector_matches_no_pod_does_not_spread():
+    # kube-scheduler: a null labelSelector matches nothing; a selector matching no pod leaves nothing to balance
+    nil = {"maxSkew": 1, "topologyKey": wk.ZONE, "whenUnsatisfiable": "DoNotSchedule"}
+    _, plan = run(
+        replicas("web", 3, cpu="100m", spread=[nil]), [pool(requirements=[req(wk.ZONE, "In", *ZONES)])]
+    )
+    assert len({c.zone for c in plan.new_claims}) == 1
+    others = zone_spread("nobody", key=wk.HOSTNAME)
+    _, plan = run(replicas("web", 3, cpu="100m", spread=[others]))
+    assert len(plan.new_claims) == 1
+
+
 def test_zone_spread_counts_existing_pods():
     existing = node("n1", zone="us-east-1a", pods=replicas("web", 2, cpu="100m", node_name="n1"))
     spread = zone_spread("web")
@@ -163,6 +186,21 @@ def test_zone_anti_affinity_excludes_occupied_zones():
     )
     zones = {claim_of(plan, f"default/db-{i}").zone for i in (1, 2)}
     assert zones == {"us-east-1b", "us-east-1c"}
+
+
+def test_zone_anti_affinity_between_pending_workloads_holds_in_either_order():
+    zonal = [pool(requirements=[req(wk.ZONE, "In", *ZONES)])]
+    # the web pods come first (more cpu, Karpenter's queue order) and take every zone: the loner cannot run
+    webs = [pod(f"web-{z}", cpu="2", labels={"app": "web"}, node_selector={wk.ZONE: z}) for z in ZONES]
+    loner = pod("loner", cpu="100m", affinity=anti_affinity("web", wk.ZONE))
+    _, plan = run([*webs, loner], zonal)  # `run` asserts the checker finds no violation
+    assert set(dict(plan.unschedulable)) == {"default/loner"}
+    # the anti-affine pod comes first, pinned to zone a: the web pods keep out of zone a wherever they land
+    loner = pod("loner", cpu="2", node_selector={wk.ZONE: ZONES[0]}, affinity=anti_affinity("web", wk.ZONE))
+    webs = replicas("web", 4, cpu="100m", labels={"app": "web"})
+    _, plan = run([loner, *webs], zonal)
+    assert not plan.unschedulable
+    assert all(claim_of(plan, w.key).zone != ZONES[0] for w in webs)
 
 
 def test_zone_pod_affinity_follows_existing_pods():
@@ -224,6 +262,31 @@ def test_pool_weight_order_and_limits():
     assert all(c.nodepool == "rest" for c in plan.new_claims if c.nodepool != "small")
 
 
+def test_a_limit_of_zero_freezes_the_pool():
+    # `limits: {cpu: "0"}` is a limit (Karpenter filters out every type above what is left: none remains)
+    frozen = pool("frozen", weight=50, limits={"cpu": "0"})
+    _, plan = run([pod("w", cpu="1")], [frozen])
+    assert not plan.new_claims
+    assert "pool frozen: cpu limit 0 reached" in plan.reason_for("default/w")
+    _, plan = run([pod("w", cpu="1")], [frozen, pool("rest")])
+    assert [c.nodepool for c in plan.new_claims] == ["rest"]
+    # a zero limit only rules out what it counts: no GPUs allowed, cpu-only types still launch
+    _, plan = run([pod("w", cpu="1")], [pool("no-gpu", limits={"nvidia.com/gpu": "0"})])
+    assert [c.nodepool for c in plan.new_claims] == ["no-gpu"]
+
+
+def test_fallback_types_stay_within_the_pool_limits():
+    # Karpenter drops every fallback type bigger than what the limits leave (filterByRemainingResources) and
+    # counts a claim's largest type against them (subtractMax); `run`'s checker verifies the worst case
+    limited = pool(requirements=[req(wk.CAPACITY_TYPE, "In", "on-demand")], limits={"cpu": "6"})
+    _, plan = run(replicas("w", 3, cpu="1500m", affinity=anti_affinity("w")), [limited])
+    assert len(plan.new_claims) == 3 and not plan.unschedulable
+    assert all(c.instance_types == ("m5.large",) for c in plan.new_claims)  # 3 x 2 vCPU: no room to fall back
+    _, plan = run([pod("w", cpu="1500m")], [limited])
+    (claim,) = plan.new_claims
+    assert "m5.4xlarge" not in claim.instance_types and "m5.xlarge" in claim.instance_types  # 16 > 6 vCPU
+
+
 def test_unavailable_offerings_are_skipped():
     the_catalog = catalog(
         instance_type("m5.large", vcpus=2, memory_gib=8, price=0.1, zones=("us-east-1a", "us-east-1b"))
@@ -248,6 +311,20 @@ def test_custom_label_pool_requirement_becomes_a_node_label():
     _, plan = run([pod("x", node_selector={"team": "b"}), pod("y", node_selector={"team": "zzz"})], [custom])
     assert dict(claim_of(plan, "default/x").labels)["team"] == "b"
     assert "team" in plan.reason_for("default/y")
+
+
+def test_pods_selecting_different_values_of_a_multi_valued_pool_label_get_their_own_claims():
+    custom = pool("teams", requirements=[req("team", "In", "a", "b")])
+    pods = [
+        pod("x", cpu="100m", node_selector={"team": "a"}),
+        pod("y", cpu="100m", node_selector={"team": "b"}),
+        pod("z", cpu="100m", affinity=node_affinity([expr("team", "NotIn", "a")])),
+    ]
+    _, plan = run(pods, [custom])
+    assert claim_of(plan, "default/x").name != claim_of(plan, "default/y").name
+    assert dict(claim_of(plan, "default/x").labels)["team"] == "a"
+    assert dict(claim_of(plan, "default/y").labels)["team"] == "b"
+    assert claim_of(plan, "default/z").name == claim_of(plan, "default/y").name  # NotIn a leaves b
 
 
 def test_json_schema_has_the_documented_fields():

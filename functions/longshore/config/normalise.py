@@ -50,7 +50,7 @@ from longshore.core.model import (
     Taint,
     pairs,
 )
-from longshore.core.resources import Resources
+from longshore.core.resources import Limits
 
 _GIB_DEFAULT = 20
 _FAMILY_ALIAS = {family: f"{alias}@latest" for alias, family in nodeclass.ALIAS_FAMILIES.items()}
@@ -277,7 +277,7 @@ def pool_from_provisioner(doc: v1alpha5.Provisioner, origin: Origin) -> tuple[No
         disruption=Disruption(
             consolidation_policy=policy, consolidate_after_seconds=after, budgets=(UNBUDGETED,)
         ),
-        limits=Resources.parse(spec.limits.resources) if spec.limits is not None else Resources(),
+        limits=Limits.parse(spec.limits.resources) if spec.limits is not None else Limits(),
         kubelet=kubelet(spec.kubeletConfiguration),
     )
     return pool, inline
@@ -317,7 +317,7 @@ def pool_from_v1beta1(doc: v1.NodePoolV1beta1, origin: Origin) -> NodePool:
         disruption=Disruption(
             consolidation_policy=policy, consolidate_after_seconds=after, budgets=_budgets(disruption.budgets)
         ),
-        limits=Resources.parse(spec.limits),
+        limits=Limits.parse(spec.limits),
         kubelet=kubelet(template.spec.kubelet),
     )
 
@@ -335,7 +335,7 @@ def pool_from_v1(doc: v1.NodePoolV1, origin: Origin) -> NodePool:
             consolidate_after_seconds=parse_duration(disruption.consolidateAfter),
             budgets=_budgets(disruption.budgets),
         ),
-        limits=Resources.parse(spec.limits),
+        limits=Limits.parse(spec.limits),
         replicas=spec.replicas,
     )
 

@@ -103,6 +103,8 @@ class InstanceType:
 
     def _compute_requirements(self) -> Requirements:
         keyed = [KeyRequirement.in_(key, (value,)) for key, value in self.labels]
+        own = {key for key, _ in self.labels}
+        keyed.extend(KeyRequirement.does_not_exist(key) for key in sorted(wk.DEFINED_INSTANCE_LABELS - own))
         keyed.append(KeyRequirement.in_(wk.INSTANCE_TYPE, (self.name,)))
         keyed.append(KeyRequirement.in_(wk.ARCH, (self.arch,)))
         if wk.OS not in dict(self.labels):
@@ -116,7 +118,8 @@ class InstanceType:
 
     # --- reading --------------------------------------------------------------------------------------
     def requirements(self) -> Requirements:
-        """Labels as `In [value]` plus zones and capacity types over all offerings."""
+        """Labels as `In [value]` (the instance labels it lacks as `DoesNotExist`), plus zones and capacity
+        types over all offerings."""
         return self._requirements
 
     def label(self, key: str) -> str | None:

@@ -88,6 +88,31 @@ NUMERIC_INSTANCE_LABELS: Final = frozenset(
     }
 )
 
+#: Instance-type labels every type defines: with its value, or as `DoesNotExist` when it has none (a type
+#: without a GPU does not match `instance-gpu-name Exists`), as aws/karpenter-provider-aws
+#: `pkg/providers/instancetype/types.go` `computeRequirements` starts each of them.
+DEFINED_INSTANCE_LABELS: Final = frozenset(
+    {
+        INSTANCE_CPU_MANUFACTURER,
+        INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ,
+        INSTANCE_EBS_BANDWIDTH,
+        INSTANCE_NETWORK_BANDWIDTH,
+        INSTANCE_CATEGORY,
+        INSTANCE_CAPABILITY_FLEX,
+        INSTANCE_FAMILY,
+        INSTANCE_GENERATION,
+        INSTANCE_LOCAL_NVME,
+        INSTANCE_SIZE,
+        INSTANCE_GPU_NAME,
+        INSTANCE_GPU_MANUFACTURER,
+        INSTANCE_GPU_COUNT,
+        INSTANCE_GPU_MEMORY,
+        INSTANCE_ACCELERATOR_NAME,
+        INSTANCE_ACCELERATOR_MANUFACTURER,
+        INSTANCE_ACCELERATOR_COUNT,
+    }
+)
+
 #: Labels Karpenter knows the values of; pools and pods may narrow them even though their domain is restricted.
 WELL_KNOWN_LABELS: Final = frozenset(
     {

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from longshore.core.resources import Resources
+from longshore.core.resources import Limits
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -226,7 +226,7 @@ class NodePool:
     expiry: Expiry = field(default_factory=Expiry)
     termination_grace_period_seconds: int | None = None
     disruption: Disruption = field(default_factory=Disruption)
-    limits: Resources = field(default_factory=Resources)
+    limits: Limits = field(default_factory=Limits)  # a limit of 0 is kept: a frozen pool
     kubelet: KubeletConfig | None = None  # v1alpha5/v1beta1 kept it on the pool; v1 on the node class
     rebalance: RebalancePolicy = "ignore"
     replicas: int | None = None  # v1 static NodePool: a fixed node count instead of provisioning for pods

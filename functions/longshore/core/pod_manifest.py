@@ -243,6 +243,10 @@ def _spread(value: object, path: str, own_labels: Pairs) -> TopologySpread:
         )
     match_keys = tuple(str(k) for k in _sequence(entry.get("matchLabelKeys"), f"{path}.matchLabelKeys"))
     selector = _label_selector(entry.get("labelSelector"), f"{path}.labelSelector")
+    if (
+        entry.get("labelSelector") is None
+    ):  # null matches nothing (kube-scheduler PodTopologySpread): no spread
+        selector = LabelSelector(match_expressions=(Requirement("__none__", "Exists"),))
     labels = dict(own_labels)
     extra = tuple((k, labels[k]) for k in match_keys if k in labels)
     if extra:

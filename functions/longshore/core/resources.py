@@ -84,3 +84,49 @@ class Resources:
 
 
 EMPTY = Resources()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A pool's `limits`: resource name -> the most the pool may hold, in internal units.
+
+    Unlike `Resources`, a name given with 0 is kept: `limits: {cpu: "0"}` is a limit of zero (a frozen pool
+    launches nothing), and only a name that is absent means "no limit". Test membership (`name in limits`),
+    never the amount's truth value.
+    """
+
+    items: tuple[tuple[str, int], ...] = field(default=())
+
+    @staticmethod
+    def of(values: Mapping[str, int]) -> Limits:
+        return Limits(tuple(sorted((name, int(amount)) for name, amount in values.items())))
+
+    @staticmethod
+    def parse(values: Mapping[str, str | int | float]) -> Limits:
+        """Build from Kubernetes quantity strings (`{"cpu": "0"}` is a limit of zero cpu)."""
+        return Limits.of({name: quantity.parse(name, text) for name, text in values.items()})
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.items)
+
+    def __contains__(self, name: object) -> bool:
+        return any(key == name for key, _ in self.items)
+
+    def __bool__(self) -> bool:
+        """True when the pool has any limit at all (a limit of zero counts)."""
+        return bool(self.items)
+
+    def amount(self, name: str) -> int:
+        """The limit on `name`; KeyError when there is none (check `name in limits` first)."""
+        for key, value in self.items:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    def to_quantities(self) -> dict[str, str]:
+        """Kubernetes quantity strings (a limit of zero shows as "0")."""
+        return {name: quantity.format_quantity(name, amount) for name, amount in self.items}
+
+    def room(self, usage: Resources) -> tuple[int, ...]:
+        """What is left under each limit (in `names()` order) after `usage`; negative when exceeded."""
+        return tuple(value - usage.get(name) for name, value in self.items)

@@ -33,7 +33,6 @@ CASES = [
         "v1/instance-store-ephemeral-storage.yaml",
         "RAID0 instance store: nodes come from types with more than 300 GB of local NVMe",
         {"scheduled": "all", "labels": {p: {"karpenter.k8s.aws/instance-local-nvme": ">300"} for p in PODS}},
-        known_bug="instance labels only some types define: Gt on instance-local-nvme matches types without local NVMe",
     ),
     example(
         "v1/large-instances.yaml",

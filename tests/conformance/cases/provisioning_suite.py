@@ -22,8 +22,6 @@ CPU = "karpenter.k8s.aws/instance-cpu"
 HOST = "kubernetes.io/hostname"
 OK = {"scheduled": "all"}
 NO = {"unschedulable": "all"}
-BUG_FROZEN = "frozen pool: `limits.cpu: 0` does not stop launches"
-BUG_FALLBACK = "fallback instance types are not filtered by the pool's remaining limits"
 
 
 def case(it: str, **data: Any) -> object:
@@ -195,7 +193,6 @@ CASES = [
         pools=[pool(limits={"cpu": "0"})],
         pods=[pod("p")],
         expect=NO,
-        known_bug=BUG_FROZEN,
     ),
     case(
         "Resource Limits: should schedule if limits would be met",
@@ -208,7 +205,6 @@ CASES = [
         pools=[pool(limits={"cpu": "2"})],
         pods=[pod("p", cpu="1.75")],
         expect={**OK, "max_vcpus": {"p": 2}},
-        known_bug=BUG_FALLBACK,
     ),
     case(
         "Resource Limits: should partially schedule if limits would be exceeded",

@@ -348,7 +348,6 @@ CASES = [
             "different_nodes": [["a", "b"]],
             "labels": {"a": {KEY: "test-value"}, "b": {KEY: "another-value"}},
         },
-        known_bug="multi-valued pool labels: a pool requirement `In [a, b]` on a custom key is not narrowed per claim",
     ),
     one(
         "Scheduling Logic: Exists operator should not overwrite the existing value",
@@ -508,7 +507,6 @@ CASES = [
         "Provider Specific Labels: should schedule optional labels",
         pods=[pod("p", affinity=needs(req(GPU_NAME, "Exists")))],
         expect={**OK, "labels": {"p": {GPU_NAME: "*"}}},
-        known_bug="instance labels only some types define: Exists does not narrow the claim to types carrying the label",
     ),
     one(
         "Provider Specific Labels: should schedule without optional labels if disallowed",

@@ -12,7 +12,9 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
    *units*, each pinned to one domain value by water-filling the counts of matching pods (existing ones plus
    those already planned in this batch) so the skew stays within `maxSkew` (`minDomains` honoured);
    affinity pins to a domain that already has a matching pod (or one chosen domain when the class selects
-   itself); anti-affinity, including the inverse anti-affinity of running pods, excludes domains.
+   itself); anti-affinity, including the inverse anti-affinity of running pods, excludes domains. Pending
+   pods of classes split earlier count for anti-affinity (both ways) in every domain they may still land
+   in (`solver_state.Possible`, Karpenter's `Topology.Record`), so it holds whatever the packer picks.
 3. *Existing nodes, then in-flight claims* (`solver_existing`; initialized first, then by name): free capacity is filled
    arithmetically per unit and node, honouring taints (startup/ephemeral ignored on nodes not yet
    initialized), requirements, host ports, hostname anti-affinity (both directions), hostname spread and

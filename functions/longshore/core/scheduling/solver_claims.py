@@ -8,7 +8,7 @@ from longshore.core import labels as wk
 from longshore.core.pods import Pod
 from longshore.core.requirements import KeyRequirement, Requirements
 from longshore.core.resources import Resources
-from longshore.core.scheduling.packer import Item, Offer
+from longshore.core.scheduling.packer import BinType, Item, Offer, PackedNode
 from longshore.core.scheduling.plan import ClaimPlan, OfferingOption
 from longshore.core.scheduling.solver_state import HOSTNAME, Placed, SolverState, Unit
 from longshore.core.scheduling.templates import (
@@ -74,6 +74,69 @@ def fallback_offerings(
     )
     solver.fallback_cache[memo_key] = found
     return found
+
+
+class LimitedFallbacks:
+    """Fallback types kept within the pool's limits, as Karpenter's scheduler does (`filterByRemainingResources`
+    then `subtractMax` in kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go): a
+    claim may fall back only to types whose capacity fits what is left, and what it could use at most is
+    taken from what is left. Here the packer has already budgeted every claim's chosen type, so the slack
+    (limits - usage - the chosen types) is what fallbacks may use beyond their claim's chosen type; claims
+    take it in order, so the limits hold even if every claim launches its largest fallback."""
+
+    def __init__(self, usage: dict[str, tuple[int, ...]], slack: list[int]) -> None:
+        self.usage = usage  # type name -> what one node counts against each limit
+        self.slack = slack
+        # (id of the fallback list, chosen type, slack) -> kept offerings, their requirements, slack they take
+        self.memo: dict[tuple[int, str, tuple[int, ...]], _Kept] = {}
+        self.alive: list[tuple[OfferingOption, ...]] = []  # the lists memo keys name by id stay alive
+
+    @staticmethod
+    def of(
+        types: list[BinType], room: list[int], nodes: tuple[PackedNode, ...], offers: list[Offer]
+    ) -> LimitedFallbacks:
+        slack = list(room)
+        for node in nodes:
+            for r, amount in enumerate(types[offers[node.offer].type_index].limit_usage):
+                slack[r] -= amount * node.replicas
+        return LimitedFallbacks({t.name: t.limit_usage for t in types}, slack)
+
+    def hold_anyway(self, patterns: list[tuple[tuple[str, ...], str, int]]) -> bool:
+        """Whether the limits hold even if every claim of these (type names, chosen type, replicas) patterns
+        launches its largest fallback type (then no list needs filtering: pools with roomy limits)."""
+        extra = [0] * len(self.slack)
+        for names, chosen, replicas in patterns:
+            base = self.usage[chosen]
+            for r in range(len(extra)):
+                extra[r] += replicas * max(0, *(self.usage[name][r] - base[r] for name in names))
+        return all(e <= s for e, s in zip(extra, self.slack, strict=True))
+
+    def take(
+        self, fallback: tuple[OfferingOption, ...], chosen: str
+    ) -> tuple[tuple[OfferingOption, ...], tuple[Requirements, tuple[str, ...]]]:
+        """The fallbacks of one claim priced on `chosen`, and their requirements; takes their slack."""
+        key = (id(fallback), chosen, tuple(self.slack))
+        known = self.memo.get(key)
+        if known is None:
+            base = self.usage[chosen]
+            allowed = {
+                name
+                for name in dict.fromkeys(o.instance_type for o in fallback)
+                if name == chosen
+                or all(u - b <= s for u, b, s in zip(self.usage[name], base, self.slack, strict=True))
+            }
+            kept = tuple(o for o in fallback if o.instance_type in allowed)
+            extra = tuple(
+                max(0, *(self.usage[name][r] - base[r] for name in allowed)) for r in range(len(base))
+            )
+            known = self.memo[key] = (kept, offering_requirements(kept), extra)
+            self.alive.append(fallback)
+        kept, narrowing, extra = known
+        self.slack = [s - e for s, e in zip(self.slack, extra, strict=True)]
+        return kept, narrowing
+
+
+_Kept = tuple[tuple[OfferingOption, ...], tuple[Requirements, tuple[str, ...]], tuple[int, ...]]
 
 
 def _type_order(

@@ -11,12 +11,14 @@ from longshore.core.scheduling.solver_state import (
     HOSTNAME,
     Placed,
     PodClass,
+    Possible,
     SolverState,
     Unit,
+    selects,
     self_selects,
     spread_matches,
 )
-from longshore.core.scheduling.solver_variants import pool_refusal, zones_by_type
+from longshore.core.scheduling.solver_variants import places_by_type, pool_refusal, serving_types
 
 
 def _universe(solver: SolverState, cls: PodClass, requirements: Requirements, key: str) -> list[str]:
@@ -36,14 +38,17 @@ def _compute_universe(solver: SolverState, cls: PodClass, requirements: Requirem
         if pool_refusal(solver, template, cls, variant, requirements) is not None:
             continue
         merged = template.requirements.intersect(requirements)
-        if key == wk.ZONE:
-            for room, zones in zones_by_type(solver, template, merged):
-                if not zones <= values and cls.requests.fits(room):  # nothing new: skip the fit test
-                    values.update(zones)
-        else:
-            allowed = merged.values(key)
-            if allowed:
-                values.update(allowed)
+        if key in (wk.ZONE, wk.CAPACITY_TYPE):  # the offerings decide: those of types that fit the pod
+            for room, places in places_by_type(solver, template, merged, key):
+                if not places <= values and cls.requests.fits(room):  # nothing new: skip the fit test
+                    values.update(places)
+            continue
+        allowed = merged.values(key)
+        if allowed is None:  # open (Exists, NotIn, or only the types define it): the types' own values
+            options = template.options
+            found = (options[i].instance_type.label(key) for i in serving_types(solver, template, merged))
+            allowed = frozenset(v for v in found if v is not None)
+        values.update(allowed)
     for state in (*solver.nodes, *solver.in_flight):
         value = state.labels.get(key)
         if value is not None and requirements.matches(state.labels):
@@ -66,7 +71,21 @@ def split_units(solver: SolverState, cls: PodClass) -> list[Unit]:
     for spread in variant.spreads:
         if spread.topology_key != HOSTNAME:
             units = [u for unit in units for u in _split_spread(solver, unit, spread)]
-    return [u for u in units if u.pods]
+    units = [u for u in units if u.pods]
+    if solver.anti_keys:
+        _record_possible(solver, cls, units)
+    return units
+
+
+def _record_possible(solver: SolverState, cls: PodClass, units: list[Unit]) -> None:
+    """Every value of the batch's anti-affinity keys each unit may still get (see `Possible`), so classes
+    split later keep away from them (or from these pods' own anti-affinity) whatever the packer picks."""
+    variant = cls.variant
+    assert variant is not None
+    terms = tuple(t for t in variant.anti_affinity if t.topology_key != HOSTNAME)
+    for unit in units:
+        values = {key: frozenset(_universe(solver, cls, unit.requirements, key)) for key in solver.anti_keys}
+        solver.possible.append(Possible(cls.labels, cls.example.namespace, values, terms))
 
 
 def _pin(solver: SolverState, unit: Unit, key: str, value: str, count: int) -> Unit:
@@ -152,6 +171,9 @@ def _split_anti(solver: SolverState, unit: Unit, term: PodAffinityTerm) -> list[
     owner = unit.cls.example
     domains = _universe(solver, unit.cls, unit.requirements, key)
     taken = solver.domains_with(owner, term)
+    for entry in solver.possible:  # pending pods of classes split before, wherever they may land
+        if selects(owner, term, entry.labels, entry.namespace):
+            taken.update(dict.fromkeys(entry.values.get(key, ()), 1))
     free = [d for d in domains if not taken.get(d)]
     if not self_selects(unit.cls, term):
         if not free:
@@ -184,8 +206,16 @@ def _split_inverse_anti(solver: SolverState, unit: Unit) -> list[Unit]:
             own = term.namespaces or (placed.namespace,)
             if (term.all_namespaces or namespace in own) and term.selector.matches(labels):
                 excluded.setdefault(term.topology_key, set()).add(value)
+    for entry in solver.possible:  # pending pods split before, with anti-affinity: every value they may get
+        for term in entry.anti_affinity:
+            if term.covers_namespace(entry.namespace, namespace) and term.selector.matches(labels):
+                excluded.setdefault(term.topology_key, set()).update(entry.values.get(term.topology_key, ()))
     for key, values in excluded.items():
+        before = _universe(solver, unit.cls, unit.requirements, key)
         unit.requirements = unit.requirements.intersect(
             Requirements((KeyRequirement.make(key, True, values),))
         )
+        if before and not any(unit.requirements.allows(key, value) for value in before):
+            solver.fail(unit, f"pod anti-affinity of other pods on {key} excludes every {key} it may use")
+            return []
     return [unit]

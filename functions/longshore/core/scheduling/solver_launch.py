@@ -5,10 +5,11 @@ from __future__ import annotations
 from longshore.core import labels as wk
 from longshore.core.pods import PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
-from longshore.core.requirements import Requirements
+from longshore.core.requirements import KeyRequirement, Requirements
 from longshore.core.resources import Resources
 from longshore.core.scheduling.packer import BinType, Item, Offer, PackResult, pack
 from longshore.core.scheduling.solver_claims import (
+    LimitedFallbacks,
     add_claim,
     fallback_offerings,
     min_values_narrow,
@@ -61,10 +62,51 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
     narrow = min_values_narrow(solver, template)
     offers, offer_option = _pool_offers(solver, options)
     limit_names, limit_room, rooms, types = _pool_bins(solver, template, dims, narrow)
+    original = [unit.requirements for unit in units]
+    label_conflicts = _pin_claim_labels(template, units)
     items = _pool_items(solver, template, units, dims, offers, offer_option)
-    items = _hostname_constraints(solver, units, items)
+    items = _hostname_constraints(solver, units, items, label_conflicts)
     result = pack(items, types, offers, limit_room)
-    _take_result(solver, template, units, items, offers, rooms, types, limit_names, result)
+    _take_result(solver, template, units, items, offers, rooms, types, limit_names, limit_room, result)
+    for unit, requirements in zip(units, original, strict=True):  # the next pool pins afresh
+        unit.requirements = requirements
+
+
+_PLACE_KEYS = frozenset({wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID})
+
+
+def _pin_claim_labels(template: NodeTemplate, units: list[Unit]) -> list[set[int]]:
+    """Labels only the pool defines (no instance type or offering does), such as `team In [a, b]`: every
+    claim carries one value, so a unit narrowing such a key is pinned to one allowed value (the first) and
+    units pinned to different values may not share a node (Karpenter: a claim's requirements must keep
+    every pod's; `pods selecting team=a and team=b` get a claim each, labelled with their value)."""
+    conflicts: list[set[int]] = [set() for _ in units]
+    if not units or not template.options:
+        return conflicts
+    defined = template.options[0].instance_type.requirements().keys()
+    keys = [
+        item.key
+        for item in template.requirements.items
+        if item.key not in defined and item.key not in _PLACE_KEYS and item.size() != 1
+    ]
+    for key in keys:
+        pinned: dict[str, list[int]] = {}
+        for k, unit in enumerate(units):
+            if key not in unit.requirements:
+                continue
+            allowed = template.requirements.intersect(unit.requirements).values(key)
+            if not allowed:
+                continue  # open (NotIn / Exists on an open pool key): any value will do
+            value = min(allowed)
+            unit.requirements = unit.requirements.intersect(
+                Requirements((KeyRequirement.in_(key, (value,)),))
+            )
+            pinned.setdefault(value, []).append(k)
+        for value, members in pinned.items():
+            others = [j for v, js in pinned.items() if v != value for j in js]
+            for k in members:
+                conflicts[k].update(others)
+    return conflicts
 
 
 def _pool_offers(
@@ -89,9 +131,10 @@ def _pool_bins(
 ) -> tuple[list[str], list[int] | None, list[tuple[int, ...]], list[BinType]]:
     """The pool's limit names and the room left under them, each type's room and its packer bin type."""
     options = template.options
-    limit_names = [name for name, _ in template.pool.limits.items]
-    usage = solver.inp.usage_of(template.name)
-    limit_room = [template.pool.limits.get(n) - usage.get(n) for n in limit_names] if limit_names else None
+    limits = template.pool.limits
+    limit_names = list(limits.names())
+    # a limit of 0 is a limit (a frozen pool launches nothing): None only when the pool has no limits at all
+    limit_room = list(limits.room(solver.inp.usage_of(template.name))) if limits else None
     rooms = [tuple(max(0, option.room.get(d)) for d in dims) for option in options]
     types = [  # a type minValues rules out takes nothing (it can still be a fallback of bigger claims)
         BinType(
@@ -156,6 +199,7 @@ def _take_result(
     rooms: list[tuple[int, ...]],
     types: list[BinType],
     limit_names: list[str],
+    limit_room: list[int] | None,
     result: PackResult,
 ) -> None:
     """Turn the packed nodes into claims, and give each unit left over the pool's reason."""
@@ -164,12 +208,20 @@ def _take_result(
     solver.type_order_cache = {}
     solver.fallback_cache = {}
     solver.offering_options = {}
+    patterns = []
     for node in result.nodes:
         fallback = fallback_offerings(
             solver, template, items, offers, options, rooms, node.offer, node.contents
         )
         narrowing = offering_requirements(fallback)  # once per pattern, not per replica
+        patterns.append((node, fallback, narrowing, options[offers[node.offer].type_index].name))
+    limited = LimitedFallbacks.of(types, limit_room, result.nodes, offers) if limit_room is not None else None
+    if limited is not None and limited.hold_anyway([(p[2][1], p[3], p[0].replicas) for p in patterns]):
+        limited = None  # every claim may launch its largest fallback within the limits: nothing to filter
+    for node, fallback, narrowing, chosen in patterns:
         for _ in range(node.replicas):
+            if limited is not None:  # each replica's fallbacks within what its predecessors left
+                fallback, narrowing = limited.take(fallback, chosen)
             add_claim(
                 solver, template, units, offers, options, node.offer, node.contents, fallback, narrowing
             )
@@ -188,10 +240,13 @@ def _take_result(
             )
 
 
-def _hostname_constraints(solver: SolverState, units: list[Unit], items: list[Item]) -> list[Item]:
+def _hostname_constraints(
+    solver: SolverState, units: list[Unit], items: list[Item], conflicts: list[set[int]]
+) -> list[Item]:
+    """Per-node constraints: caps, shared caps (groups), items that may not share a node (`conflicts`
+    starts with those of `_pin_claim_labels`) and items that must all share one."""
     caps = [0] * len(units)
     groups: list[list[tuple[int, int]]] = [[] for _ in units]
-    conflicts: list[set[int]] = [set() for _ in units]
     together = [False] * len(units)
     group_ids: dict[tuple[object, ...], int] = {}
     anti_memo: dict[tuple[PodAffinityTerm, str], tuple[set[int], set[int]]] = {}
@@ -212,6 +267,8 @@ def _hostname_constraints(solver: SolverState, units: list[Unit], items: list[It
                     if spread_matches(owner, spread, other.cls.labels, other.cls.example.namespace)
                 ]
                 spread_memo[(spread, owner.namespace)] = selected
+            if not selected:
+                continue  # its selector matches no pending pod (not even its own): nothing to balance here
             for j in (k, *selected):
                 if (gid, spread.max_skew) not in groups[j]:
                     groups[j].append((gid, spread.max_skew))
@@ -300,7 +357,7 @@ def _leftover_reason(
         for position, resource in enumerate(names):
             smallest = min((t.limit_usage[position] for t in fitting), default=0)
             if room[position] < smallest:
-                limit = template.pool.limits.get(resource)
+                limit = template.pool.limits.amount(resource)
                 return f"{name}: {resource} limit {format_quantity(resource, limit)} reached"
         return f"{name}: its limits are reached"
     if any(t.topology_key == HOSTNAME for t in unit.variant.affinity):

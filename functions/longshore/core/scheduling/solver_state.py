@@ -69,6 +69,19 @@ class Placed:
     anti_affinity: tuple[PodAffinityTerm, ...] = ()
 
 
+@dataclass(slots=True)
+class Possible:
+    """Pending pods after phase 2, with every value they may still get of each key some required
+    anti-affinity in the batch uses (other than the hostname). Anti-affinity must hold whichever value the
+    packer picks, so it counts all of them, as Karpenter's `Topology.Record` records every domain a pod could
+    land in for anti-affinity groups."""
+
+    labels: dict[str, str]
+    namespace: str
+    values: dict[str, frozenset[str]]  # topology key -> values the pods may get
+    anti_affinity: tuple[PodAffinityTerm, ...]  # their own terms on those keys
+
+
 def selects(term_selector_owner: Pod, term: PodAffinityTerm, labels: dict[str, str], namespace: str) -> bool:
     return term.covers_namespace(term_selector_owner.namespace, namespace) and term.selector.matches(labels)
 
@@ -109,6 +122,16 @@ class SolverState:
         # indexes over `placed` for the anti-affinity checks that would otherwise scan every placed pod
         self.host_anti: dict[str, list[Placed]] = {}  # hostname -> placed pods with hostname anti-affinity
         self.domain_anti: list[tuple[int, Placed]] = []  # (position, placed) with other anti-affinity
+        # non-hostname keys of the batch's anti-affinity terms, and the pending pods' possible values of them
+        self.anti_keys = sorted(
+            {
+                term.topology_key
+                for pod in inp.pods
+                for term in (*pod.pod_anti_affinity, *pod.preferred_pod_anti_affinity)
+                if term.topology_key != HOSTNAME
+            }
+        )
+        self.possible: list[Possible] = []
         for state in (*self.nodes, *self.in_flight):
             for pod in state.pods:
                 if pod.counts_for_topology():
@@ -132,7 +155,7 @@ class SolverState:
         self.serving_cache: dict[tuple[str, Requirements], list[int]] = {}
         self.compatible_cache: dict[tuple[str, Requirements], list[bool]] = {}
         self.offering_options: dict[int, OfferingOption] = {}  # per offer index of the pool being packed
-        self.zones_cache: dict[tuple[str, Requirements], list[tuple[Resources, frozenset[str]]]] = {}
+        self.zones_cache: dict[tuple[str, Requirements, str], list[tuple[Resources, frozenset[str]]]] = {}
         self.universe_cache: dict[tuple[object, ...], list[str]] = {}
         self.before_class = 0
         self.fitting_cache: dict[tuple[object, ...], bool] = {}

@@ -141,20 +141,24 @@ def serving_types(solver: SolverState, template: NodeTemplate, requirements: Req
     return found
 
 
-def zones_by_type(
-    solver: SolverState, template: NodeTemplate, merged: Requirements
+def places_by_type(
+    solver: SolverState, template: NodeTemplate, merged: Requirements, key: str = wk.ZONE
 ) -> list[tuple[Resources, frozenset[str]]]:
-    """(room, zones its allowed offerings are in) per type serving `merged` (memoised)."""
-    key = (template.name, merged)
-    found = solver.zones_cache.get(key)
+    """(room, the zones or capacity types (`key`) of its allowed offerings) per type serving `merged`
+    (memoised)."""
+    cache_key = (template.name, merged, key)
+    found = solver.zones_cache.get(cache_key)
     if found is None:
         found = []
+        zonal = key == wk.ZONE
         for index in serving_types(solver, template, merged):
             option = template.options[index]
-            zones = frozenset(o.zone for o in option.offerings if o.allowed_by(merged))
-            if zones:
-                found.append((option.room, zones))
-        solver.zones_cache[key] = found
+            places = frozenset(
+                o.zone if zonal else o.capacity_type for o in option.offerings if o.allowed_by(merged)
+            )
+            if places:
+                found.append((option.room, places))
+        solver.zones_cache[cache_key] = found
     return found
 
 

@@ -190,6 +190,7 @@ class DisruptionService:
         self.pending: Decision | None = None
         self.started: dict[str, Started] = {}
         self.staged: list[StagedSurge] = []
+        self._surges_started: set[str] = set()  # replacement claims of staged surges this container started
         self.replacement_claims: dict[str, float] = {}  # claim id -> launched at
         self.pod_events = PodEventTracker()
         self.events = NodeEvents(ports.cluster)
@@ -408,7 +409,8 @@ class DisruptionService:
         """Surges with several replacements that an earlier container staged, rebuilt from their claims: the
         claims launched together (same `replaces`, same creation) name the nodes and the reason. A start this
         container repeats is harmless: the execution's name comes from the decision's time."""
-        known = {claim_id for s in self.staged for claim_id in s.claim_ids}
+        self._surges_started &= {c.id for c in current.claims}  # forget claims that are gone
+        known = {claim_id for s in self.staged for claim_id in s.claim_ids} | self._surges_started
         groups: dict[tuple[tuple[str, ...], float], list[NodeClaim]] = {}
         for claim in current.claims:
             if (
@@ -460,6 +462,7 @@ class DisruptionService:
                 )
                 decision = replace(staged.decision, nodes=fresh)
                 results = self._start_all(decision, current, now, staged.claim_ids[0], decided_at=staged.at)
+                self._surges_started.update(staged.claim_ids)
                 acted.append(Acted(decision, "started", results, staged.claim_ids))
             else:
                 waiting.append(staged)

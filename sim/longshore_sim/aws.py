@@ -454,7 +454,9 @@ def _zone_of_subnet(region: str, subnet_id: str) -> str:
 # Throttling
 
 
-class _RawBody:
+class RawBody:
+    """A response body botocore can read (for answers injected before a request is sent)."""
+
     def __init__(self, body: bytes) -> None:
         self._body = body
 
@@ -530,4 +532,4 @@ class ThrottleInjector:
         # execute the request. Point this (single-use: botocore builds a new request per attempt) request at
         # an address no moto backend matches, so the throttled call really does nothing.
         request.url = _NOWHERE
-        return AWSResponse(url, status, {"Content-Type": content_type}, _RawBody(body))
+        return AWSResponse(url, status, {"Content-Type": content_type}, RawBody(body))

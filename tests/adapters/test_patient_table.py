@@ -16,7 +16,7 @@ from moto import mock_aws
 from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoLease, DynamoTable
 from longshore.adapters.aws.retry import ClientError, backoff_delays
 from longshore.core.claims import NodeClaim
-from longshore_sim.aws import ThrottleInjector, create_table
+from longshore_sim.aws import RawBody, ThrottleInjector, create_table
 from tests.adapters.conftest import BOTOCORE_SESSION
 
 ONE_ATTEMPT = Config(retries={"total_max_attempts": 1, "mode": "standard"})  # botocore's sleeps are real time
@@ -55,7 +55,7 @@ def test_server_errors_are_retried_and_answers_are_not(client: Any) -> None:
         failures["n"] -= 1
         request.url = "http://127.0.0.1:9/nowhere"  # moto must not execute the failed attempt
         body = b'{"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError", "message": "boom"}'
-        return AWSResponse(request.url, 500, {"Content-Type": "application/x-amz-json-1.0"}, _Raw(body))
+        return AWSResponse(request.url, 500, {"Content-Type": "application/x-amz-json-1.0"}, RawBody(body))
 
     client.meta.events.register_first("before-send.dynamodb.PutItem", five_hundred)
     table = DynamoTable(client, "longshore", sleep=slept.append)
@@ -74,15 +74,3 @@ def test_past_the_bound_the_error_surfaces(client: Any) -> None:
     with pytest.raises(ClientError, match="ProvisionedThroughputExceeded"):
         store.list()
     assert slept == list(backoff_delays())
-
-
-class _Raw:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        yield self._data
-
-    def read(self, *_: Any) -> bytes:
-        data, self._data = self._data, b""
-        return data

@@ -6,31 +6,38 @@ from __future__ import annotations
 from typing import Any
 
 from longshore.config import load_cluster_text
+from longshore.core.model import ClusterConfig
 from longshore_sim.checker import RuleChecker
 from longshore_sim.clock import VirtualClock
 from longshore_sim.kubeapi.store import ObjectStore
 
-CONFIG = load_cluster_text(
-    """
+
+def one_pool(spec: str = "") -> ClusterConfig:
+    """A v1 NodePool `default` (with `spec`, YAML lines indented under `spec:`) and its EC2NodeClass."""
+    return load_cluster_text(
+        f"""
 apiVersion: karpenter.sh/v1
 kind: NodePool
-metadata: {name: default}
+metadata: {{name: default}}
 spec:
-  template:
+{spec}  template:
     spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
 ---
 apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
-metadata: {name: default}
+metadata: {{name: default}}
 spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
+  amiSelectorTerms: [{{alias: al2023@latest}}]
   role: r
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
+  subnetSelectorTerms: [{{tags: {{a: b}}}}]
+  securityGroupSelectorTerms: [{{tags: {{a: b}}}}]
 """,
-    "test",
-)
+        "test",
+    )
+
+
+CONFIG = one_pool()
 
 
 def world() -> tuple[ObjectStore, RuleChecker, VirtualClock]:

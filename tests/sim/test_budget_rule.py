@@ -4,34 +4,12 @@ it, and one deleted by hand after a surge's decision (before its taint) does not
 
 from __future__ import annotations
 
-from longshore.config import load_cluster_text
 from longshore_sim.checker import DISRUPTED_TAINT_KEY, REASON_ANNOTATION, RuleChecker
 from longshore_sim.clock import VirtualClock
 from longshore_sim.kubeapi.store import ObjectStore
+from tests.sim.test_availability_rules import one_pool
 
-CONFIG = load_cluster_text(
-    """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  disruption:
-    budgets: [{nodes: "1"}]
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: r
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
-""",
-    "test",
-)
+CONFIG = one_pool('  disruption:\n    budgets: [{nodes: "1"}]\n')
 
 
 def world() -> tuple[ObjectStore, RuleChecker, VirtualClock]:

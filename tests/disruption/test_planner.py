@@ -207,6 +207,23 @@ def test_two_decisions_in_one_pass_do_not_count_on_the_same_free_capacity() -> N
     assert second.node_names == ("b",) and len(second.replacements) == 1
 
 
+def test_pods_are_never_moved_onto_a_node_that_is_not_initialized_yet() -> None:
+    # Chaos seeds 52 and 81: a booting node (a re-adopted replacement) counted as room for a drifted node's
+    # pods, which were evicted and waited, unschedulable, for it. Karpenter's simulation refuses the same.
+    old = managed("old", pods=(pod("web", cpu="1"),), nodepool_hash="stale")
+    booting = managed("booting", created=NOW - 60, idle_since=None, initialized_at=None)
+    booting = replace(booting, node=replace(booting.node, initialized=False))
+    result = run(old, booting, pools=(a_pool(after=None),))
+    assert result.decisions == ()
+    assert (result.reason_for("old") or "").endswith(
+        "pod default/web would wait for node booting, not initialized yet"
+    )
+    # once it is initialized, the same move is decided (no replacement needed)
+    ready = replace(booting, node=replace(booting.node, initialized=True), initialized_at=NOW - 1)
+    [drift] = run(old, ready, pools=(a_pool(after=None),)).decisions
+    assert drift.node_names == ("old",) and drift.replacements == ()
+
+
 def test_a_drifted_receiver_waits_for_the_next_pass() -> None:
     old = managed("old", pods=(pod("web", cpu="1"),), created=NOW - 800 * HOUR)
     drifted = managed("drifted", pods=(pod("x", cpu="100m"),), created=NOW - HOUR, nodepool_hash="stale")

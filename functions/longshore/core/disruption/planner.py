@@ -125,10 +125,20 @@ class _Pass:
         )
 
     def stranded(self, plan: Plan, removed: Sequence[ManagedNode]) -> str | None:
+        """Why the removed nodes' pods would not all run at once elsewhere: one with nowhere to go, or one
+        that would wait for a node not initialized yet (an in-flight claim, a booting node), as Karpenter's
+        disruption simulation refuses (kubernetes-sigs/karpenter pkg/controllers/disruption/helpers.go)."""
         moved = {p.key for n in removed for p in n.reschedulable_pods()}
         for pod, reason in plan.unschedulable:
             if pod in moved:
                 return f"pod {pod} would have nowhere to go ({reason})"
+        booting = {n.name for n in self.inp.nodes if not n.node.initialized}
+        booting |= {n.name for n in self.inp.unmanaged if not n.initialized}
+        for placement in plan.existing:
+            if placement.in_flight or placement.node in booting:
+                waiting = next((p for p in placement.pods if p in moved), None)
+                if waiting is not None:
+                    return f"pod {waiting} would wait for node {placement.node}, not initialized yet"
         return None
 
     def decide(self, decision: Decision, plan: Plan | None = None) -> Decision:

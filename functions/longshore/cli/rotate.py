@@ -27,7 +27,6 @@ from pathlib import Path
 
 import click
 
-from longshore.adapters.kube.cluster import KubeCluster
 from longshore.cli.explain import claim_store, cluster_options, kube_api_client, store_options
 from longshore.cli.options import cluster_name_option, load_from_options, region_option
 from longshore.core.claims import NodeClaim, instance_id_of
@@ -209,6 +208,8 @@ def command(
         raise click.UsageError("choose the nodes with --node, --selector, --drifted or --older-than")
     older_than = parse_age(older_than_text) if older_than_text else None
     config = load_from_options(config_paths, region, cluster_name)
+    from longshore.adapters.kube.cluster import KubeCluster
+
     api = kube_api_client(kubeconfig, kube_context, server, token)
     store = claim_store(table, claims_file, config.region, api)
     cluster: Cluster = KubeCluster(api, component="longshore-cli")

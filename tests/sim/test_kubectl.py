@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,33 @@ def test_nodeclaims_print_type_capacity_zone_and_node(emulator: KubeApiEmulator,
         ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"],
         ["default-abc12", "m5.large", "spot", "us-east-1a", "ip-10-0-0-9.ec2.internal", "True", "0s"],
     ]
+
+
+@needs_kubectl
+def test_a_watch_prints_the_same_columns_as_a_get(emulator: KubeApiEmulator, tmp_path: Path) -> None:
+    # GIVEN `kubectl get nodes --watch-only` (the watch half of `kubectl get -w`)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig(emulator.url, tmp_path)), "HOME": str(tmp_path)}
+    watch = subprocess.Popen(
+        [KUBECTL or "kubectl", "get", "nodes", "--watch-only"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        time.sleep(2)  # the watch is open
+        # WHEN a node is added
+        emulator.store.create(
+            "nodes",
+            {
+                "metadata": {"name": "ip-10-0-0-2.ec2.internal"},
+                "status": {
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                    "nodeInfo": {"kubeletVersion": "v1.31.0"},
+                },
+            },
+        )
+        # THEN its event prints as a Table row with the API server's columns, not kubectl's NAME/AGE fallback
+        assert watch.stdout is not None
+        first = watch.stdout.readline().split()
+        row = first if first[0] != "NAME" else watch.stdout.readline().split()
+    finally:
+        watch.kill()
+        watch.wait(10)
+    assert row == ["ip-10-0-0-2.ec2.internal", "Ready", "<none>", "0s", "v1.31.0"]

@@ -2,7 +2,7 @@
 
 Theory of operation: the command takes the same snapshot the planner Lambda takes
 (`services.disruption_snapshot.take_snapshot`: nodes, pods, PDBs and DaemonSets through the Cluster port on
-the real kubernetes client, claims from the claim store) and asks the same pure code, so its answer is the
+the real kubernetes client, claims from the claim store or the cluster's NodeClaims) and asks the same pure code, so its answer is the
 one the Lambda acts on:
 
 - a NODE: `core.disruption.planner.plan` gives either the decision that includes it (reason, replacements,
@@ -19,8 +19,8 @@ one the Lambda acts on:
 
 The cluster is reached with `--kubeconfig` (default: the usual kubeconfig) or `--server URL` (plus
 `--token`); the claims come from the DynamoDB table (`--table`, the production adapter, so
-`AWS_ENDPOINT_URL` can point it at moto) or from a JSON file (`--claims`, a list of claim documents as the
-store keeps them). Prices come from the offline catalog (EC2 shapes shipped as package data, the shipped price
+`AWS_ENDPOINT_URL` can point it at moto), from a JSON file (`--claims`, a list of claim documents as the
+store keeps them) or, with neither, from the cluster's NodeClaim objects (as `longshore status` reads them). Prices come from the offline catalog (EC2 shapes shipped as package data, the shipped price
 table) unless `--live` asks AWS. `--now EPOCH` evaluates at another time (reproducible output); `--json`
 prints `{"kind", "name", "verdict", "reason", "details"}`. Exit status: 0 with an answer, 1 when the object
 does not exist, 2 for bad options or configuration.
@@ -44,7 +44,6 @@ from longshore.core.commands import DisruptionReason
 from longshore.core.disruption import budgets, planner
 from longshore.core.model import ClusterConfig
 from longshore.core.scheduling import SchedulingInput, solve
-from longshore.ports.kube import Cluster
 from longshore.ports.store import ClaimStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -108,15 +107,6 @@ def kube_api_client(
         raise click.UsageError(f"cannot load kubeconfig {where}: {error} (or pass --server URL)") from error
 
 
-def kube_cluster(
-    kubeconfig: Path | None, kube_context: str | None, server: str | None, token: str | None
-) -> Cluster:
-    """The Cluster port on the kubernetes client, from a kubeconfig or a server URL."""
-    from longshore.adapters.kube.cluster import KubeCluster
-
-    return KubeCluster(kube_api_client(kubeconfig, kube_context, server, token), component="longshore-cli")
-
-
 def read_claims_file(path: Path) -> tuple[NodeClaim, ...]:
     """Claims from a JSON list of claim documents; errors name the file, the entry and the field."""
     from longshore.adapters.aws.dynamodb import claim_from_doc
@@ -146,9 +136,28 @@ def read_claims_file(path: Path) -> tuple[NodeClaim, ...]:
     return tuple(claims)
 
 
-def claim_store(table: str | None, claims_file: Path | None, region: str) -> ClaimStore:
-    if (table is None) == (claims_file is None):
-        raise click.UsageError("give the node claims with exactly one of --table NAME or --claims FILE")
+def cluster_claims(api: Any) -> ClaimStore:
+    """The claims the cluster's NodeClaim objects describe (Karpenter's, or the ones Longshore publishes)."""
+    from longshore.adapters.kube.karpenter import KubeKarpenterObjects
+    from longshore.adapters.memory import MemoryClaimStore
+    from longshore.core.karpenter_objects import claim_from_nodeclaim
+
+    store = MemoryClaimStore()
+    for obj in KubeKarpenterObjects(api).list_objects("NodeClaim"):
+        claim = claim_from_nodeclaim(obj)
+        if claim is not None:
+            store.put(claim)
+    return store
+
+
+def claim_store(table: str | None, claims_file: Path | None, region: str, api: Any = None) -> ClaimStore:
+    """`--table` or `--claims`; with neither, the cluster's NodeClaims (through `api`)."""
+    if table is not None and claims_file is not None:
+        raise click.UsageError("give the node claims with at most one of --table NAME or --claims FILE")
+    if table is None and claims_file is None:
+        if api is None:
+            raise click.UsageError("give the node claims with --table NAME or --claims FILE")
+        return cluster_claims(api)
     if claims_file is not None:
         from longshore.adapters.memory import MemoryClaimStore
 
@@ -448,12 +457,14 @@ def command(
     what_if: bool,
 ) -> None:
     """Explain why NODE is not being disrupted, or why POD (NAMESPACE/NAME) is pending."""
+    from longshore.adapters.kube.cluster import KubeCluster
     from longshore.adapters.memory import MemoryOfferingAvailability
     from longshore.services.disruption_snapshot import take_snapshot
 
     config = load_from_options(config_paths, region, cluster_name)
-    store = claim_store(table, claims_file, config.region)
-    cluster = kube_cluster(kubeconfig, kube_context, server, token)
+    api = kube_api_client(kubeconfig, kube_context, server, token)
+    store = claim_store(table, claims_file, config.region, api)
+    cluster = KubeCluster(api, component="longshore-cli")
     now = now_epoch if now_epoch is not None else time.time()
     snapshot = take_snapshot(
         cluster, store, MemoryOfferingAvailability(), load_catalog_for(config, live), config, now

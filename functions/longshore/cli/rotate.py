@@ -2,7 +2,7 @@
 manual rotation of nodes through the rotation state machine.
 
 Theory of operation: the command resolves the nodes (through the Cluster port on the kubernetes client, and
-the claim store for ownership and age), refuses any node this cluster does not own (no NodeClaim for its
+the claims for ownership and age: `--table`, `--claims`, or by default the cluster's NodeClaims), refuses any node this cluster does not own (no NodeClaim for its
 instance) and says which and why, prints what it would do, and, unless `--dry-run`, starts one rotation
 execution with `RotationRequest.to_input()`: exactly the JSON documented in docs/workflow.md, so the same
 rotation can be started by hand from the console or the AWS CLI. The selections combine (a node must match
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from longshore.cli.explain import claim_store, cluster_options, kube_cluster, store_options
+from longshore.cli.explain import claim_store, cluster_options, kube_api_client, store_options
 from longshore.cli.options import cluster_name_option, load_from_options, region_option
 from longshore.core.claims import NodeClaim, instance_id_of
 from longshore.core.commands import CommandError, RotationRequest
@@ -208,8 +208,11 @@ def command(
         raise click.UsageError("choose the nodes with --node, --selector, --drifted or --older-than")
     older_than = parse_age(older_than_text) if older_than_text else None
     config = load_from_options(config_paths, region, cluster_name)
-    store = claim_store(table, claims_file, config.region)
-    cluster = kube_cluster(kubeconfig, kube_context, server, token)
+    from longshore.adapters.kube.cluster import KubeCluster
+
+    api = kube_api_client(kubeconfig, kube_context, server, token)
+    store = claim_store(table, claims_file, config.region, api)
+    cluster: Cluster = KubeCluster(api, component="longshore-cli")
     now = now_epoch if now_epoch is not None else time.time()
     targets, missing = select_targets(
         cluster,

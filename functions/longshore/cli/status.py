@@ -24,6 +24,7 @@ import click
 
 from longshore.cli.explain import (
     claim_store,
+    cluster_claims,
     cluster_options,
     kube_api_client,
     load_catalog_for,
@@ -62,18 +63,6 @@ def live_config(
         print_config_errors(errors)
         raise click.exceptions.Exit(2) from None
     return merged.config, merged.verdicts
-
-
-def _cluster_claims(objects: Any) -> ClaimStore:
-    from longshore.adapters.memory import MemoryClaimStore
-    from longshore.core.karpenter_objects import claim_from_nodeclaim
-
-    store = MemoryClaimStore()
-    for obj in objects.list_objects("NodeClaim"):
-        claim = claim_from_nodeclaim(obj)
-        if claim is not None:
-            store.put(claim)
-    return store
 
 
 def _solve_pending(config: ClusterConfig, snapshot: Any) -> Any:
@@ -215,7 +204,7 @@ def _live_snapshot(
 
     objects = KubeKarpenterObjects(api)
     config, verdicts = live_config(config_paths, region, cluster_name, objects)
-    claims = store if store is not None else _cluster_claims(objects)
+    claims = store if store is not None else cluster_claims(api)
     snapshot = take_snapshot(
         KubeCluster(api, component="longshore-cli"),
         claims,
@@ -267,7 +256,7 @@ def command(
 ) -> None:
     """Show what Longshore would launch, disrupt and save in a live cluster (read-only)."""
     api = kube_api_client(kubeconfig, kube_context, server, token)
-    store = None if table is None and claims_file is None else claim_store(table, claims_file, region)
+    store = claim_store(table, claims_file, region, api)
     now = now_epoch if now_epoch is not None else time.time()
     config, verdicts, snapshot = _live_snapshot(config_paths, region, cluster_name, api, store, live, now)
     report = build_report(config, verdicts, snapshot)

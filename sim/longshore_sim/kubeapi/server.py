@@ -12,7 +12,8 @@ line with chunked transfer encoding. Without a resourceVersion (or with "0") the
 every matching object; with one it replays the change log after that version (410 Gone as an ERROR event
 when it is too old). The stream ends when `timeoutSeconds` passes in wall time or on the emulator's clock
 (whichever comes first, so simulations with a virtual clock do not wait for real time), and ends abruptly
-(no final chunk) when a `drop_after` fault fires.
+(no final chunk) when a `drop_after` fault fires. A watch whose `Accept` asks for `as=Table` (`kubectl get -w`)
+gets each event's object as a one-row Table, as the API server sends it.
 
 Responses of 128 KiB or more are gzipped when the request says `Accept-Encoding: gzip`, as the API server's
 APIResponseCompression does; `bytes_sent` counts what went over the wire.
@@ -494,6 +495,9 @@ class _Handler(BaseHTTPRequestHandler):
         wall_deadline = time.monotonic() + timeout
         virtual_deadline = store.clock.now() + timeout
         start = check_resource_version(q.get("resourceVersion"))
+        # `kubectl get -w` asks for Tables: each event then carries a one-row Table, as the API server sends
+        table = tables.wants_table(self.headers.get("Accept") or "")
+        include = q.get("includeObject") or "Metadata"
         self._record(method, request, 200)
         if rt.plural == "poddisruptionbudgets":
             disruption.refresh(store, request.namespace or None)
@@ -522,6 +526,8 @@ class _Handler(BaseHTTPRequestHandler):
                     if drop_after is not None and sent >= drop_after:
                         self.close_connection = True
                         return
+                    if table:
+                        obj = tables.as_table(rt, obj, store.clock.now(), include)
                     self._chunk({"type": event_type, "object": obj})
                     sent += 1
                 pending = []

@@ -2,7 +2,8 @@
 
 Rules:
 - A GET or LIST whose `Accept` header asks for `as=Table` gets a Table instead of the object or list (the API
-  server's behaviour since 1.15); every other client, the kubernetes Python client included, gets JSON objects.
+  server's behaviour since 1.15), and so does each event of a watch that asks for it (`kubectl get -w`: one row
+  per event); every other client, the kubernetes Python client included, gets JSON objects.
 - The columns are the API server's own for built-in types (`kubernetes/kubernetes`
   `pkg/printers/internalversion/printers.go`) and the CRDs' `additionalPrinterColumns` for Karpenter's types
   (`kubernetes-sigs/karpenter` `pkg/apis/crds/karpenter.sh_nodepools.yaml`, `karpenter.sh_nodeclaims.yaml`;

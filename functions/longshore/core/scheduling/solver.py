@@ -10,7 +10,9 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
 2. *Domains* (`solver_domains`). Constraints on a topology key other than the hostname (zone spread, zone (anti-)affinity,
    spreads over custom labels such as `capacity-spread`) are decided up front: the class is split into
    *units*, each pinned to one domain value by water-filling the counts of matching pods (existing ones plus
-   those already planned in this batch) so the skew stays within `maxSkew` (`minDomains` honoured);
+   those already planned in this batch) over the domains the pods can reach, so the skew against the lowest
+   count of all the spread's domains (by its nodeAffinityPolicy and nodeTaintsPolicy) stays within
+   `maxSkew` (`minDomains` honoured); pods a spread cannot place relax one more step of the ladder;
    affinity pins to a domain that already has a matching pod (or one chosen domain when the class selects
    itself); anti-affinity, including the inverse anti-affinity of running pods, excludes domains. Pending
    pods of classes split earlier count for anti-affinity (both ways) in every domain they may still land

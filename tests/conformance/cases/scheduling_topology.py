@@ -528,7 +528,6 @@ CASES = [
             pod("follower", affinity=affinity("podAffinity", ARCH, {"security": "s2"})),
         ],
         expect={**OK, "labels": {"target": {ARCH: "arm64"}, "follower": {ARCH: "arm64"}}},
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should respect self pod affinity (hostname)",
@@ -714,7 +713,6 @@ CASES = [
             *pods("follower", 3, affinity=affinity("podAffinity", ZONE, {"security": "s2"})),
         ],
         expect={**OK, "domains": [(ZONE, ["target", "follower-0", "follower-1", "follower-2"], 1)]},
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should support pod affinity with zone topology (constrained target)",
@@ -726,7 +724,6 @@ CASES = [
             **OK,
             "labels": {n: {ZONE: Z1} for n in ("target", "follower-0", "follower-1", "follower-2")},
         },
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should fail to schedule pods with unsatisfiable dependencies",

@@ -106,6 +106,7 @@ def split_units(solver: SolverState, cls: PodClass) -> list[Unit]:
     for spread in variant.spreads:
         if spread.topology_key != HOSTNAME:
             units = [u for unit in units for u in _split_spread(solver, unit, spread, left)]
+    units = [u for unit in units for u in _pin_targets(solver, unit)]
     units = [u for u in units if u.pods]
     if solver.anti_keys:
         _record_possible(solver, cls, units)
@@ -115,8 +116,26 @@ def split_units(solver: SolverState, cls: PodClass) -> list[Unit]:
         if relaxed.variant is None:
             solver.fail(Unit(cls, variant.requirements, pods), reason)
         else:
+            solver.relaxed.append(relaxed)
             units.extend(split_units(solver, relaxed))
     return units
+
+
+def _pin_targets(solver: SolverState, unit: Unit) -> list[Unit]:
+    """Pin a unit that pending pods' required affinity selects to one domain of the term's key, so those
+    pods (split later: `solve` defers them) find it there, as Karpenter places the target first and its
+    followers next to it (a unit already pinned on the key is recorded there already)."""
+    owner = unit.cls.example
+    for namespace, term in solver.batch_affinity:
+        if not (term.covers_namespace(namespace, owner.namespace) and term.selector.matches(unit.cls.labels)):
+            continue
+        key = term.topology_key
+        if key in unit.pinned:
+            continue
+        domains = _universe(solver, unit.cls, unit.requirements, key, "reach")
+        if domains:
+            return _pin_targets(solver, _pin(solver, unit, key, domains[0], len(unit.pods)))
+    return [unit]
 
 
 def _record_possible(solver: SolverState, cls: PodClass, units: list[Unit]) -> None:
@@ -133,7 +152,10 @@ def _record_possible(solver: SolverState, cls: PodClass, units: list[Unit]) -> N
 def _pin(solver: SolverState, unit: Unit, key: str, value: str, count: int) -> Unit:
     pods, unit.pods = unit.pods[:count], unit.pods[count:]
     pinned = Unit(
-        unit.cls, unit.requirements.intersect(Requirements((KeyRequirement.in_(key, (value,)),))), pods
+        unit.cls,
+        unit.requirements.intersect(Requirements((KeyRequirement.in_(key, (value,)),))),
+        pods,
+        pinned=(*unit.pinned, key),
     )
     solver.record(
         Placed(

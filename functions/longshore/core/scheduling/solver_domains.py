@@ -122,20 +122,27 @@ def split_units(solver: SolverState, cls: PodClass) -> list[Unit]:
 
 
 def _pin_targets(solver: SolverState, unit: Unit) -> list[Unit]:
-    """Pin a unit that pending pods' required affinity selects to one domain of the term's key, so those
-    pods (split later: `solve` defers them) find it there, as Karpenter places the target first and its
-    followers next to it (a unit already pinned on the key is recorded there already)."""
+    """When pending pods' required affinity selects the unit, pin one of its pods to one domain of each such
+    key and record it there, so those pods (split later: `solve` defers them) find it, as Karpenter places
+    the target first and its followers next to it. One pod is enough to follow; the others stay free (a
+    unit already pinned on the key is recorded there already)."""
     owner = unit.cls.example
-    for namespace, term in solver.batch_affinity:
-        if not (term.covers_namespace(namespace, owner.namespace) and term.selector.matches(unit.cls.labels)):
-            continue
-        key = term.topology_key
-        if key in unit.pinned:
-            continue
-        domains = _universe(solver, unit.cls, unit.requirements, key, "reach")
+    keys = dict.fromkeys(
+        term.topology_key
+        for namespace, term in solver.batch_affinity
+        if term.topology_key not in unit.pinned
+        and term.covers_namespace(namespace, owner.namespace)
+        and term.selector.matches(unit.cls.labels)
+    )
+    if not keys or not unit.pods:
+        return [unit]
+    one = Unit(unit.cls, unit.requirements, unit.pods[:1], pinned=unit.pinned)
+    unit.pods = unit.pods[1:]
+    for key in keys:
+        domains = _universe(solver, one.cls, one.requirements, key, "reach")
         if domains:
-            return _pin_targets(solver, _pin(solver, unit, key, domains[0], len(unit.pods)))
-    return [unit]
+            one = _pin(solver, one, key, domains[0], 1)
+    return [one, unit]
 
 
 def _record_possible(solver: SolverState, cls: PodClass, units: list[Unit]) -> None:

@@ -35,3 +35,15 @@ def test_affinity_to_a_pod_nobody_runs_or_plans_stays_unschedulable():
     _, plan = run(list(replicas("follower", 2, cpu="100m", affinity=pod_affinity("nobody"))), THREE)
     assert {key for key, _ in plan.unschedulable} == {"default/follower-0", "default/follower-1"}
     assert all("no such pod is running" in reason for _, reason in plan.unschedulable)
+
+
+def test_hostname_self_affinity_puts_the_whole_batch_on_one_node_or_none():
+    def batch(count: int) -> list[object]:
+        return list(replicas("web", count, cpu="1", affinity=pod_affinity("web", wk.HOSTNAME)))
+
+    _, plan = run(batch(10))  # smaller types cost less per pod, but the ten must share one node
+    assert not plan.unschedulable
+    assert [len(c.pods) for c in plan.new_claims] == [10]
+    _, plan = run(batch(40))  # more than the largest type holds: never spread over several nodes
+    assert not plan.new_claims
+    assert all("must share one node" in reason for _, reason in plan.unschedulable)

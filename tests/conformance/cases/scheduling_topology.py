@@ -26,8 +26,6 @@ LABELS = {"test": "test"}
 SEL = "test=test"
 OK = {"scheduled": "all"}
 
-BUG_BATCH_AFFINITY = "pod affinity to pods pending in the same batch is not resolved"
-
 
 def req(key: str, op: str, *values: str) -> dict[str, object]:
     return expr(key, op, *values)
@@ -546,7 +544,6 @@ CASES = [
             affinity=affinity("podAffinity", HOST, {"security": "s2"}),
         ),
         expect={"claims": 1},
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should respect self pod affinity (zone)",

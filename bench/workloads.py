@@ -8,10 +8,10 @@
   256Mi, 512Mi, 1Gi, 2Gi, 4Gi}, seeded. Labels and selectors pick one of seven values per pod, as Karpenter's
   do. One difference: Karpenter draws a pod's label and its selector independently (and the spread pods share
   `my-label` with the generic pods); here each constrained pod selects its own value under its own key.
-  `faithful=True` builds Karpenter's exact draw: the engine then leaves pods whose zone affinity selects only
-  pods of the same batch unschedulable (it resolves affinity against pods already running, not ones it is
-  placing), and final-state zone skew counted over unconstrained generic pods exceeds 1 (Kubernetes only
-  checks skew when the constrained pod is placed), so the benchmark uses the self-selecting form.
+  `faithful=True` builds Karpenter's exact draw: the engine places every pod, but final-state zone skew
+  counted over pods the spread does not constrain (generic and affinity pods carrying its label) exceeds 1
+  (Kubernetes only checks skew when the constrained pod is placed), so the benchmark uses the self-selecting
+  form.
 * `deployment_mix(n, spot_zones)`: 25 deployments, cpu 100m-8, 1-8 GiB per vCPU, Dirichlet replica counts,
   on the real us-east-1 catalog (the 837 c/m/r types), on-demand in one zone, or spot and on-demand in
   three zones.

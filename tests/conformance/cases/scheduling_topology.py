@@ -26,14 +26,6 @@ LABELS = {"test": "test"}
 SEL = "test=test"
 OK = {"scheduled": "all"}
 
-BUG_SKEW = "topology spread: maxSkew > 1 is not honoured when other domains cannot take pods"
-BUG_ANYWAY = "topology spread: ScheduleAnyway is not relaxed when the constraint cannot be met"
-BUG_TAINTS_POLICY = "topology spread: nodeTaintsPolicy / nodeAffinityPolicy are not honoured"
-BUG_BATCH_AFFINITY = "pod affinity to pods pending in the same batch is not resolved"
-BUG_PREFERRED = (
-    "topology spread details: preferred node affinity narrows the spread's domains (only required terms may)"
-)
-
 
 def req(key: str, op: str, *values: str) -> dict[str, object]:
     return expr(key, op, *values)
@@ -170,7 +162,6 @@ CASES = [
         nodes=[zonal_node("n1", Z1, "old-1"), zonal_node("n2", Z2, "old-2")],
         pods=spreading("p", 10, spread(skew=5, selector=MATCH), cpu="1.1"),
         expect={"counts": [(ZONE, SEL, [1, 1, 6])]},
-        known_bug=BUG_SKEW,
     ),
     case(
         "Zonal: should only schedule to minimum domains if already violating max skew",
@@ -327,7 +318,6 @@ CASES = [
         ],
         pods=spreading("p", 5, spread(CT, selector=MATCH, whenUnsatisfiable="ScheduleAnyway"), cpu="1.1"),
         expect={**OK, "counts": [(CT, SEL, [1, 5])]},
-        known_bug=BUG_ANYWAY,
     ),
     case(
         "CapacityType: should match all pods when labelSelector is not specified",
@@ -442,7 +432,6 @@ CASES = [
         pods=spreading("p", 4, spread("capacity.spread", selector=MATCH, nodeTaintsPolicy="Ignore")),
         # the tainted domain counts (and stays empty), so only maxSkew pods per reachable domain: 1 + 1
         expect={"counts": [("capacity.spread", SEL, [1, 1])]},
-        known_bug=BUG_TAINTS_POLICY,
     ),
     case(
         "NodeAffinityPolicy: should balance pods across a label (NodeAffinityPolicy=honor)",
@@ -474,7 +463,6 @@ CASES = [
         ),
         # domain c counts although the pods cannot go there: at most one pod each in a and b
         expect={"counts": [("capacity.spread", SEL, [1, 1])]},
-        known_bug=BUG_TAINTS_POLICY,
     ),
     # --- Zonal topology and node affinity ---------------------------------------------------------------------
     case(
@@ -502,7 +490,6 @@ CASES = [
             affinity=node_affinity(preferred=[(10, [req(ZONE, "In", Z1, Z2)])]),
         ),
         expect={**OK, "counts": [(ZONE, SEL, [2, 2, 2])]},
-        known_bug=BUG_PREFERRED,
     ),
     case(
         "Combined Capacity Type Topology and Node Affinity: should limit spread options by nodeSelector",
@@ -539,7 +526,6 @@ CASES = [
             pod("follower", affinity=affinity("podAffinity", ARCH, {"security": "s2"})),
         ],
         expect={**OK, "labels": {"target": {ARCH: "arm64"}, "follower": {ARCH: "arm64"}}},
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should respect self pod affinity (hostname)",
@@ -558,7 +544,6 @@ CASES = [
             affinity=affinity("podAffinity", HOST, {"security": "s2"}),
         ),
         expect={"claims": 1},
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should respect self pod affinity (zone)",
@@ -725,7 +710,6 @@ CASES = [
             *pods("follower", 3, affinity=affinity("podAffinity", ZONE, {"security": "s2"})),
         ],
         expect={**OK, "domains": [(ZONE, ["target", "follower-0", "follower-1", "follower-2"], 1)]},
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should support pod affinity with zone topology (constrained target)",
@@ -737,7 +721,6 @@ CASES = [
             **OK,
             "labels": {n: {ZONE: Z1} for n in ("target", "follower-0", "follower-1", "follower-2")},
         },
-        known_bug=BUG_BATCH_AFFINITY,
     ),
     case(
         "Pod Affinity/Anti-Affinity: should fail to schedule pods with unsatisfiable dependencies",

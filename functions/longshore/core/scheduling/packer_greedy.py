@@ -262,8 +262,7 @@ def _fill_node(
     if seed_take <= 0:
         return {}
     if items[seed].together and seed_take < packer.remaining[seed]:
-        # all of it must share this node: only acceptable when this is the biggest node we can get
-        pass
+        return {}  # all of it must share one node: a node that cannot hold it all is no candidate
     if items[seed].cap or items[seed].groups or items[seed].together or greedy_seed:
         add(seed, seed_take)
     else:

@@ -27,6 +27,8 @@ class Variant:
     spreads: tuple[TopologySpread, ...]
     tolerate_prefer_no_schedule: bool = False
     relaxed: tuple[str, ...] = ()  # what was given up to reach this variant
+    # the required part of `requirements` (no preferred node term): only it narrows a spread's domains
+    required: Requirements | None = None
 
 
 def _selector(pod: Pod) -> tuple[Requirement, ...]:
@@ -52,7 +54,7 @@ def _variant(
     tolerate: bool,
     relaxed: tuple[str, ...],
 ) -> Variant:
-    requirements = terms[term]
+    requirements = required = terms[term]
     if preferred_node:
         requirements = requirements.intersect(Requirements.of(preferred_node[0].requirements))
     hard_spreads = tuple(s for s in pod.topology_spread if s.when_unsatisfiable == "DoNotSchedule")
@@ -63,6 +65,7 @@ def _variant(
         spreads=hard_spreads + anyway,
         tolerate_prefer_no_schedule=tolerate,
         relaxed=relaxed,
+        required=required,
     )
 
 

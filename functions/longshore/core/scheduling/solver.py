@@ -10,7 +10,9 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
 2. *Domains* (`solver_domains`). Constraints on a topology key other than the hostname (zone spread, zone (anti-)affinity,
    spreads over custom labels such as `capacity-spread`) are decided up front: the class is split into
    *units*, each pinned to one domain value by water-filling the counts of matching pods (existing ones plus
-   those already planned in this batch) so the skew stays within `maxSkew` (`minDomains` honoured);
+   those already planned in this batch) over the domains the pods can reach, so the skew against the lowest
+   count of all the spread's domains (by its nodeAffinityPolicy and nodeTaintsPolicy) stays within
+   `maxSkew` (`minDomains` honoured); pods a spread cannot place relax one more step of the ladder;
    affinity pins to a domain that already has a matching pod (or one chosen domain when the class selects
    itself); anti-affinity, including the inverse anti-affinity of running pods, excludes domains. Pending
    pods of classes split earlier count for anti-affinity (both ways) in every domain they may still land
@@ -52,7 +54,7 @@ from longshore.core.scheduling.solver_domains import split_units
 from longshore.core.scheduling.solver_existing import place_on_nodes
 from longshore.core.scheduling.solver_launch import launch
 from longshore.core.scheduling.solver_repair import repair_spreads
-from longshore.core.scheduling.solver_state import SolverState, Unit
+from longshore.core.scheduling.solver_state import PodClass, SolverState, Unit
 from longshore.core.scheduling.solver_variants import choose_variant
 
 
@@ -61,18 +63,27 @@ def solve(inp: SchedulingInput) -> Plan:
     solver = SolverState(inp)
     classes = solver.pod_classes()
     units: list[Unit] = []
-    for cls in classes:
-        choose_variant(solver, cls)
-        if cls.variant is None:
-            for pod in cls.pods:
-                solver.unschedulable.append((pod.key, cls.reason or "no node pool can run it"))
-            continue
-        units.extend(split_units(solver, cls))
+    waiting = classes
+    while waiting:  # pod affinity to pods of the batch: a follower waits until its targets are split
+        deferred = []
+        for cls in waiting:
+            choose_variant(solver, cls)
+            if cls.variant is None and cls.example.pod_affinity:
+                deferred.append(cls)
+            elif cls.variant is not None:
+                units.extend(split_units(solver, cls))
+            else:
+                _unschedulable(solver, cls)
+        if len(deferred) == len(waiting):  # no target came: they stay unschedulable
+            for cls in deferred:
+                _unschedulable(solver, cls)
+            break
+        waiting = deferred
     place_on_nodes(solver, units, solver.nodes)
     place_on_nodes(solver, units, solver.in_flight)
     launch(solver, units)
     if solver.unschedulable:
-        repair_spreads(solver, classes)
+        repair_spreads(solver, [*classes, *solver.relaxed])
     existing = tuple(
         ExistingPlacement(state.node.name, tuple(state.placed), state.node.in_flight)
         for state in (*solver.nodes, *solver.in_flight)
@@ -81,3 +92,8 @@ def solve(inp: SchedulingInput) -> Plan:
     order = {pod.key: index for index, pod in enumerate(solver.inp.pods)}
     unschedulable = tuple(sorted(solver.unschedulable, key=lambda row: order.get(row[0], 0)))
     return Plan(tuple(solver.claims), existing, unschedulable)
+
+
+def _unschedulable(solver: SolverState, cls: PodClass) -> None:
+    for pod in cls.pods:
+        solver.unschedulable.append((pod.key, cls.reason or "no node pool can run it"))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
+from typing import Literal
 
 from longshore.core import labels as wk
-from longshore.core.pods import PodAffinityTerm, TopologySpread
+from longshore.core.pods import Pod, PodAffinityTerm, TopologySpread
 from longshore.core.requirements import KeyRequirement, Requirements
+from longshore.core.scheduling.solver_existing import node_admits
 from longshore.core.scheduling.solver_state import (
     HOSTNAME,
     Placed,
@@ -18,25 +21,48 @@ from longshore.core.scheduling.solver_state import (
     self_selects,
     spread_matches,
 )
-from longshore.core.scheduling.solver_variants import places_by_type, pool_refusal, serving_types
+from longshore.core.scheduling.solver_variants import (
+    next_variant,
+    places_by_type,
+    pool_refusal,
+    serving_types,
+)
+from longshore.core.taints import Toleration, tolerates
+
+# How `_universe` counts: "any" (pools that take the pods, nodes whatever their taints: affinity domains),
+# "reach" (the values the pods can actually get: pools that take them, nodes with room for one), and a
+# spread's domains by its nodeTaintsPolicy: "Honor" (pools and nodes whose taints the pods tolerate) or
+# "Ignore" (the default: pools and nodes count whatever their taints)
+Mode = Literal["any", "reach", "Honor", "Ignore"]
+_TOLERATE_ALL = (Toleration(operator="Exists"),)
 
 
-def _universe(solver: SolverState, cls: PodClass, requirements: Requirements, key: str) -> list[str]:
-    cache_key = (cls.requests, cls.example.tolerations, requirements, key)
+def _universe(
+    solver: SolverState, cls: PodClass, requirements: Requirements, key: str, mode: Mode = "any"
+) -> list[str]:
+    cache_key = (cls.requests, cls.example.tolerations, requirements, key, mode)
     found = solver.universe_cache.get(cache_key)
     if found is None:
-        found = _compute_universe(solver, cls, requirements, key)
+        found = _compute_universe(solver, cls, requirements, key, mode)
         solver.universe_cache[cache_key] = found
     return list(found)
 
 
-def _compute_universe(solver: SolverState, cls: PodClass, requirements: Requirements, key: str) -> list[str]:
+def _compute_universe(
+    solver: SolverState, cls: PodClass, requirements: Requirements, key: str, mode: Mode
+) -> list[str]:
     values: set[str] = set()
     variant = cls.variant
     assert variant is not None
+    tolerant: PodClass | None = None
     for template in solver.templates:
         if pool_refusal(solver, template, cls, variant, requirements) is not None:
-            continue
+            if mode != "Ignore" or not template.taints:
+                continue
+            if tolerant is None:
+                tolerant = replace(cls, example=replace(cls.example, tolerations=_TOLERATE_ALL))
+            if pool_refusal(solver, template, tolerant, variant, requirements) is not None:
+                continue
         merged = template.requirements.intersect(requirements)
         if key in (wk.ZONE, wk.CAPACITY_TYPE):  # the offerings decide: those of types that fit the pod
             for room, places in places_by_type(solver, template, merged, key):
@@ -51,7 +77,15 @@ def _compute_universe(solver: SolverState, cls: PodClass, requirements: Requirem
         values.update(allowed)
     for state in (*solver.nodes, *solver.in_flight):
         value = state.labels.get(key)
-        if value is not None and requirements.matches(state.labels):
+        if value is None or value in values:
+            continue
+        if mode == "reach":
+            fits = all(state.free.get(name, 0) >= amount for name, amount in cls.requests.items)
+            if fits and node_admits(solver, state, cls, variant, requirements):
+                values.add(value)
+        elif requirements.matches(state.labels) and (
+            mode != "Honor" or tolerates(cls.example.tolerations, state.taints)
+        ):
             values.add(value)
     return sorted(v for v in values if requirements.allows(key, v))
 
@@ -68,13 +102,47 @@ def split_units(solver: SolverState, cls: PodClass) -> list[Unit]:
     for term in variant.affinity:
         if term.topology_key != HOSTNAME:
             units = [u for unit in units for u in _split_affinity(solver, unit, term)]
+    left: list[tuple[list[Pod], str]] = []
     for spread in variant.spreads:
         if spread.topology_key != HOSTNAME:
-            units = [u for unit in units for u in _split_spread(solver, unit, spread)]
+            units = [u for unit in units for u in _split_spread(solver, unit, spread, left)]
+    units = [u for unit in units for u in _pin_targets(solver, unit)]
     units = [u for u in units if u.pods]
     if solver.anti_keys:
         _record_possible(solver, cls, units)
+    for pods, reason in left:  # what a spread could not place relaxes one more step, as in Karpenter
+        relaxed = PodClass(pods, cls.example, cls.requests, cls.labels)
+        relaxed.variant = next_variant(solver, cls)
+        if relaxed.variant is None:
+            solver.fail(Unit(cls, variant.requirements, pods), reason)
+        else:
+            solver.relaxed.append(relaxed)
+            units.extend(split_units(solver, relaxed))
     return units
+
+
+def _pin_targets(solver: SolverState, unit: Unit) -> list[Unit]:
+    """When pending pods' required affinity selects the unit, pin one of its pods to one domain of each such
+    key and record it there, so those pods (split later: `solve` defers them) find it, as Karpenter places
+    the target first and its followers next to it. One pod is enough to follow; the others stay free (a
+    unit already pinned on the key is recorded there already)."""
+    owner = unit.cls.example
+    keys = dict.fromkeys(
+        term.topology_key
+        for namespace, term in solver.batch_affinity
+        if term.topology_key not in unit.pinned
+        and term.covers_namespace(namespace, owner.namespace)
+        and term.selector.matches(unit.cls.labels)
+    )
+    if not keys or not unit.pods:
+        return [unit]
+    one = Unit(unit.cls, unit.requirements, unit.pods[:1], pinned=unit.pinned)
+    unit.pods = unit.pods[1:]
+    for key in keys:
+        domains = _universe(solver, one.cls, one.requirements, key, "reach")
+        if domains:
+            one = _pin(solver, one, key, domains[0], 1)
+    return [one, unit]
 
 
 def _record_possible(solver: SolverState, cls: PodClass, units: list[Unit]) -> None:
@@ -91,7 +159,10 @@ def _record_possible(solver: SolverState, cls: PodClass, units: list[Unit]) -> N
 def _pin(solver: SolverState, unit: Unit, key: str, value: str, count: int) -> Unit:
     pods, unit.pods = unit.pods[:count], unit.pods[count:]
     pinned = Unit(
-        unit.cls, unit.requirements.intersect(Requirements((KeyRequirement.in_(key, (value,)),))), pods
+        unit.cls,
+        unit.requirements.intersect(Requirements((KeyRequirement.in_(key, (value,)),))),
+        pods,
+        pinned=(*unit.pinned, key),
     )
     solver.record(
         Placed(
@@ -105,12 +176,27 @@ def _pin(solver: SolverState, unit: Unit, key: str, value: str, count: int) -> U
     return pinned
 
 
-def _split_spread(solver: SolverState, unit: Unit, spread: TopologySpread) -> list[Unit]:
+def _split_spread(
+    solver: SolverState, unit: Unit, spread: TopologySpread, left: list[tuple[list[Pod], str]]
+) -> list[Unit]:
+    """Water-fill the unit's pods over the domains it can reach, lowest count first, while a domain stays
+    within maxSkew of the lowest count over all the spread's domains (kube-scheduler's rule: a domain no
+    pod can reach still counts, so the reachable ones may run up to maxSkew above it). Pods left over go
+    to `left` with the reason."""
     key = spread.topology_key
     owner = unit.cls.example
-    domains = _universe(solver, unit.cls, unit.requirements, key)
-    if not domains:
-        solver.fail(unit, f"topology spread on {key}: no eligible {key} value")
+    variant = unit.variant
+    narrowing = unit.requirements
+    if spread.node_affinity_policy == "Ignore":  # the pod's node affinity does not restrict the domains
+        narrowing = Requirements(())
+    elif variant.required is not None and variant.required != variant.requirements:
+        narrowing = variant.required  # a preferred node term never narrows the domains
+    domains = _universe(solver, unit.cls, narrowing, key, spread.node_taints_policy)
+    reachable = set(_universe(solver, unit.cls, unit.requirements, key, "reach"))
+    reachable &= set(domains)
+    if not reachable:
+        left.append((unit.pods, f"topology spread on {key}: no eligible {key} value"))
+        unit.pods = []
         return []
     matching = solver.tally(
         ("spread", owner.namespace, spread),
@@ -118,21 +204,23 @@ def _split_spread(solver: SolverState, unit: Unit, spread: TopologySpread) -> li
         lambda placed: spread_matches(owner, spread, placed.labels, placed.namespace),
     )
     counts = {d: matching.get(d, 0) for d in domains}
-    self_matches = spread_matches(owner, spread, unit.cls.labels, owner.namespace)
+    step = 1 if spread_matches(owner, spread, unit.cls.labels, owner.namespace) else 0
     below_min_domains = spread.min_domains is not None and len(domains) < spread.min_domains
-    heap = [(counts[d], index, d) for index, d in enumerate(domains)]
+    # counts only grow, and only in reachable domains: the others' lowest count is fixed
+    fixed_floor = min((counts[d] for d in domains if d not in reachable), default=None)
+    heap = [(counts[d], index, d) for index, d in enumerate(domains) if d in reachable]
     heapq.heapify(heap)
     quota = dict.fromkeys(domains, 0)
     total = len(unit.pods)
     assigned = 0
     while assigned < total:
         count, index, domain = heap[0]
-        floor = 0 if below_min_domains else count
-        if count + (1 if self_matches else 0) - floor > spread.max_skew:
+        floor = 0 if below_min_domains else (count if fixed_floor is None else min(count, fixed_floor))
+        if count + step - floor > spread.max_skew:
             break
         quota[domain] += 1
         assigned += 1
-        heapq.heapreplace(heap, (count + (1 if self_matches else 0), index, domain))
+        heapq.heapreplace(heap, (count + step, index, domain))
     units = [_pin(solver, unit, key, d, quota[d]) for d in domains if quota[d]]
     if unit.pods:
         reason = (
@@ -144,7 +232,8 @@ def _split_spread(solver: SolverState, unit: Unit, spread: TopologySpread) -> li
             )
             + ") cannot place more pods"
         )
-        solver.fail(unit, reason)
+        left.append((unit.pods, reason))
+        unit.pods = []
     return units
 
 

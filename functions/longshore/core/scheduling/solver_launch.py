@@ -272,8 +272,8 @@ def _hostname_constraints(
             for j in (k, *selected):
                 if (gid, spread.max_skew) not in groups[j]:
                     groups[j].append((gid, spread.max_skew))
-        for term in variant.affinity:
-            if term.topology_key == HOSTNAME and self_selects(unit.cls, term):
+        for term in owner.pod_affinity:  # required only: a preferred one gives way (relaxed, as in Karpenter)
+            if term.topology_key == HOSTNAME and self_selects(unit.cls, term) and term in variant.affinity:
                 together[k] = True
         if owner.host_ports:
             caps[k] = 1

@@ -41,6 +41,7 @@ class Unit:
     requirements: Requirements
     pods: list[Pod]
     reasons: list[str] = field(default_factory=list)
+    pinned: tuple[str, ...] = ()  # keys `_pin` pinned it on (its pods are recorded in `placed` for them)
 
     @property
     def variant(self) -> Variant:
@@ -132,6 +133,17 @@ class SolverState:
             }
         )
         self.possible: list[Possible] = []
+        # required pod affinity of the batch on keys other than the hostname, (owner's namespace, term): pods
+        # it selects are pinned to one domain so their followers can follow (see `split_units`)
+        self.batch_affinity = list(
+            dict.fromkeys(
+                (pod.namespace, term)
+                for pod in inp.pods
+                for term in pod.pod_affinity
+                if term.topology_key != HOSTNAME
+            )
+        )
+        self.relaxed: list[PodClass] = []  # classes split off by a relaxation in phase 2 (`split_units`)
         for state in (*self.nodes, *self.in_flight):
             for pod in state.pods:
                 if pod.counts_for_topology():

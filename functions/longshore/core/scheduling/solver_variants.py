@@ -40,6 +40,19 @@ def choose_variant(solver: SolverState, cls: PodClass) -> None:
     cls.reason = last_reason
 
 
+def next_variant(solver: SolverState, cls: PodClass) -> Variant | None:
+    """The next relaxation state after the class's own that some node or pool could host (None: none is
+    left). Pods the domain split cannot place under a state relax one more step, as Karpenter relaxes a pod
+    that fails to schedule (`preferences.go`)."""
+    variants = ladder(cls.example, prefer_no_schedule_exists=solver.prefer_no_schedule)
+    if cls.variant not in variants:
+        return None
+    for variant in variants[variants.index(cls.variant) + 1 :]:
+        if _infeasible(solver, cls, variant) is None:
+            return variant
+    return None
+
+
 def pool_refusal(
     solver: SolverState,
     template: NodeTemplate,
@@ -48,7 +61,7 @@ def pool_refusal(
     requirements: Requirements | None = None,
 ) -> str | None:
     """Why this pool can never host the class (None when it can; memoised: classes share the inputs)."""
-    wanted = requirements or variant.requirements
+    wanted = variant.requirements if requirements is None else requirements
     key = (
         template.name,
         cls.example.tolerations,

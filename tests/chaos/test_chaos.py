@@ -57,6 +57,7 @@ REGRESSIONS = {
     52: "a drifted node's pod was moved onto a node still booting and waited there unschedulable",
     81: "after the claim table was lost, a re-adopted replacement still booting counted as room for a drifted "
     "node's 7 pods (the planner now never moves pods onto a node that is not initialized, as Karpenter)",
+    134: "the same class as 81, with 3 pods",
     8: "a drift surge decided within its budget was counted a budget violation because a node was deleted by "
     "hand before the surge's taint (the checker now judges budgets at the decision, as Karpenter does)",
     25: "a rotation's replacement, still booting, counted as free room for a consolidation: an evicted pod "

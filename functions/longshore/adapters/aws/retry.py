@@ -91,7 +91,11 @@ def call_with_backoff(
 
 
 class PatientClient:
-    """A boto3 client whose every operation is `call_with_backoff(..., transient=is_transient)`."""
+    """A boto3 client whose every operation is `call_with_backoff(..., transient=is_transient)`.
+
+    A conditional write that succeeded before its 5xx answer fails its condition when retried, exactly as under
+    botocore's own retries: callers read that as a lost race and re-read, which is safe (never a second owner).
+    """
 
     def __init__(self, client: Any, sleep: Callable[[float], None]) -> None:
         self._client = client
@@ -101,7 +105,7 @@ class PatientClient:
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._client, name)
-        if not callable(method) or name.startswith("get_paginator") or name.startswith("get_waiter"):
+        if not callable(method) or name in ("get_paginator", "get_waiter", "can_paginate"):
             return method
 
         def patient(*args: Any, **kwargs: Any) -> Any:

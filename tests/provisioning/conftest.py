@@ -10,7 +10,7 @@ from typing import Any
 import botocore.endpoint
 import pytest
 
-from longshore.config import load_cluster
+from longshore.config import bundle_cluster, load_cluster
 from longshore.core.model import ClusterConfig
 from longshore_sim.world import SimulatedWorld
 
@@ -18,6 +18,18 @@ REPO = Path(__file__).resolve().parents[2]
 SEED_POOL = REPO / "sim" / "longshore_sim" / "scenarios" / "manifests" / "01-requirements-ttl-empty.yaml"
 INFLATE = REPO / "sim" / "longshore_sim" / "scenarios" / "workloads" / "inflate.yaml"
 CLUSTER = "demo-cluster"
+PARAMETER = "/longshore/demo-cluster/config"
+
+
+def publish_seed_config(world: SimulatedWorld) -> None:
+    """The seed pool's cluster config in the SSM parameter the functions read at every invocation."""
+    world.session.client("ssm", region_name="us-east-1").put_parameter(
+        Name=PARAMETER,
+        Value=bundle_cluster([SEED_POOL], region="us-east-1", cluster_name=CLUSTER),
+        Type="String",
+        Tier="Advanced",
+    )
+
 
 SMALL_POOL = """
 apiVersion: karpenter.sh/v1

@@ -12,15 +12,13 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from longshore.adapters.memory_metrics import MemoryMetricsSink
-from longshore.config import bundle_cluster
 from longshore.config.settings import RuntimeSettings
 from longshore.core import telemetry
 from longshore.handlers import provisioner as lambda_handler
 from longshore.wiring.provisioner import CONTAINER, build_runtime
 from longshore_sim.world import SimulatedWorld
-from tests.provisioning.conftest import CLUSTER, SEED_POOL, running
+from tests.provisioning.conftest import CLUSTER, PARAMETER, publish_seed_config, running
 
-PARAMETER = "/longshore/demo-cluster/config"
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
 
@@ -43,12 +41,7 @@ class VirtualContext:
 @pytest.fixture
 def wired(make_world: Callable[..., SimulatedWorld]) -> Iterator[tuple[SimulatedWorld, MemoryMetricsSink]]:
     world = make_world()
-    world.session.client("ssm", region_name="us-east-1").put_parameter(
-        Name=PARAMETER,
-        Value=bundle_cluster([SEED_POOL], region="us-east-1", cluster_name=CLUSTER),
-        Type="String",
-        Tier="Advanced",
-    )
+    publish_seed_config(world)
     settings = RuntimeSettings.from_env(
         {
             "LONGSHORE_CLUSTER_NAME": CLUSTER,

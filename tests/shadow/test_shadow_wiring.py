@@ -17,7 +17,6 @@ import pytest
 
 from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.adapters.shadow import ShadowCluster, ShadowInstances, ShadowLauncher, ShadowWorkflow
-from longshore.config import bundle_cluster
 from longshore.config.settings import RuntimeSettings, SettingsError
 from longshore.core import telemetry
 from longshore.wiring import planner as planner_wiring
@@ -26,14 +25,14 @@ from longshore.wiring.runtime import Runtime
 from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import (  # noqa: F401  (fixtures)
     CLUSTER,
-    SEED_POOL,
+    PARAMETER,
     botocore_retry_sleeps,
     make_world,
+    publish_seed_config,
     running,
     unbound,
 )
 
-PARAMETER = "/longshore/demo-cluster/config"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")]
 
@@ -79,12 +78,7 @@ def _snapshot(world: SimulatedWorld) -> dict[str, Any]:
 @pytest.fixture
 def world(make_world: Callable[..., SimulatedWorld]) -> Iterator[SimulatedWorld]:  # noqa: F811
     world = make_world()
-    world.session.client("ssm", region_name="us-east-1").put_parameter(
-        Name=PARAMETER,
-        Value=bundle_cluster([SEED_POOL], region="us-east-1", cluster_name=CLUSTER),
-        Type="String",
-        Tier="Advanced",
-    )
+    publish_seed_config(world)
     world.cluster.watch_ec2_client(world.session)
     yield world
 

@@ -63,6 +63,10 @@ class _Pass:
         self.pools = {p.name: p for p in inp.config.node_pools}
         self.budgets = budgets.PassBudgets(inp)
         self.decided: set[str] = set()
+        # nodes that may not take moved pods yet: Karpenter's "would schedule against an uninitialized node"
+        self.booting = {n.name for n in inp.nodes if not n.node.initialized} | {
+            n.name for n in inp.unmanaged if not n.initialized
+        }
         self.receivers: dict[str, str] = {}  # node -> the decided node whose evicted pods it takes
         self.passed: dict[str, tuple[str, PassedOverKind]] = {}
         self.retry_at: dict[str, float] = {}
@@ -132,10 +136,8 @@ class _Pass:
         for pod, reason in plan.unschedulable:
             if pod in moved:
                 return f"pod {pod} would have nowhere to go ({reason})"
-        booting = {n.name for n in self.inp.nodes if not n.node.initialized}
-        booting |= {n.name for n in self.inp.unmanaged if not n.initialized}
         for placement in plan.existing:
-            if placement.in_flight or placement.node in booting:
+            if placement.in_flight or placement.node in self.booting:
                 waiting = next((p for p in placement.pods if p in moved), None)
                 if waiting is not None:
                     return f"pod {waiting} would wait for node {placement.node}, not initialized yet"

@@ -41,7 +41,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 unit: tools
-	PATH="$(CURDIR)/$(CDK_DIR)/node_modules/.bin:$$PATH" $(VENV)/bin/pytest -n 2
+	PATH="$(CURDIR)/$(CDK_DIR)/node_modules/.bin:$$PATH" $(VENV)/bin/pytest -n 2 --dist loadgroup
 
 test: lint unit
 

@@ -46,7 +46,8 @@ RUN = ("explain", "rotate", "status", "plan", "event")
 CONTEXT = "longshore-sandbox"  # the context `longshore sandbox` writes into its kubeconfig
 EXAMPLE_NODE = re.compile(r"^ip-10-0-[0-9]+-[0-9]+\.ec2\.internal$")
 
-pytestmark = [
+pytestmark = [  # one xdist group with tests/sim/test_sandbox.py: never two wall-paced sandboxes at once
+    pytest.mark.xdist_group("sandbox"),
     pytest.mark.slow,
     pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed"),
     pytest.mark.skipif(not LONGSHORE.exists(), reason="the longshore command is not installed"),

@@ -17,7 +17,13 @@ from longshore_sim.sandbox import SandboxRunner
 from longshore_sim.scenario import load_scenario
 
 KUBECTL = shutil.which("kubectl")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")]
+# The sandbox paces virtual time to the wall clock: tests that run one share an xdist group (`make test`
+# distributes with `--dist loadgroup`), so two sandboxes never compete for the two cores at once.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("sandbox"),
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed"),
+]
 DEPLOYMENT = """
 apiVersion: apps/v1
 kind: Deployment

@@ -132,10 +132,23 @@ def cover_bound(workload: Workload) -> LowerBound:
     return LowerBound(float(result.fun), 1, len(prices), time.perf_counter() - start)
 
 
-def fluid_bound(workload: Workload) -> LowerBound:
-    import time
+@dataclass(frozen=True)
+class ClassInstance:
+    """The classes and effective bins of a workload (docs/reference/lp-bounds.md §1), shared by the fluid LP
+    and the configuration LP (`bench/config_lp.py`). A class key is (demand, zones, capacity types, group);
+    `counts` may be fractional (a zone spread split evenly), `whole` is one integer split of the same pods
+    (maxSkew 1: the first zones in name order take the remainder), which a plan can actually use."""
 
-    start = time.perf_counter()
+    keys: list[tuple[tuple[int, ...], frozenset[str], frozenset[str], str]]
+    counts: dict[tuple[tuple[int, ...], frozenset[str], frozenset[str], str], float]
+    whole: dict[tuple[tuple[int, ...], frozenset[str], frozenset[str], str], int]
+    groups: dict[str, int]
+    bins: list[tuple[int, frozenset[int], float]]
+    rooms: list[tuple[int, ...]]
+    sig_index: dict[tuple[frozenset[str], frozenset[str]], int]
+
+
+def class_instance(workload: Workload) -> ClassInstance:
     pool = workload.pools[0]
     pool_reqs = Requirements.of(pool.requirements)
     if wk.CAPACITY_TYPE not in pool_reqs:
@@ -179,9 +192,14 @@ def fluid_bound(workload: Workload) -> LowerBound:
             classes[(demand, zone_set, ct_set, group)] += 1
     if hostname_spreads:
         groups["hostname-spread"] = len(hostname_spreads)  # one per selector per node; merged (a relaxation)
+    whole: dict[tuple[tuple[int, ...], frozenset[str], frozenset[str], str], int] = defaultdict(int)
+    for key, count in classes.items():
+        whole[key] += int(count)
     for (_, demand, zone_set, ct_set, group), count in zone_spread.items():
-        for zone in sorted(zone_set):
+        for i, zone in enumerate(sorted(zone_set)):
             classes[(demand, frozenset({zone}), ct_set, group)] += count / len(zone_set)
+            extra = 1 if i < count % len(zone_set) else 0
+            whole[(demand, frozenset({zone}), ct_set, group)] += count // len(zone_set) + extra
     keys = list(classes)
     signatures = sorted({(k[1], k[2]) for k in keys}, key=lambda s: (sorted(s[0]), sorted(s[1])))
     sig_index = {s: i for i, s in enumerate(signatures)}
@@ -193,6 +211,22 @@ def fluid_bound(workload: Workload) -> LowerBound:
             if price < best.get(key, np.inf):
                 best[key] = price
     bins = _undominated([(t, serves, price) for (t, serves), price in best.items()], rooms)
+    return ClassInstance(keys, dict(classes), dict(whole), groups, bins, rooms, sig_index)
+
+
+def fluid_bound(workload: Workload) -> LowerBound:
+    import time
+
+    start = time.perf_counter()
+    instance = class_instance(workload)
+    keys, classes, groups, bins, rooms = (
+        instance.keys,
+        instance.counts,
+        instance.groups,
+        instance.bins,
+        instance.rooms,
+    )
+    sig_index = instance.sig_index
     nb, nk = len(bins), len(keys)
     var_z = {}
     for k, key in enumerate(keys):

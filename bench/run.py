@@ -10,7 +10,12 @@ Then the exact-optimum table (`bench/small.py`, `bench/exact.py`): ours ÷ the i
 all maximal node patterns, on 24 seeded small instances with and without hostname and zone anti-affinity,
 on-demand and spot.
 
-Usage: `python -m bench.run [--quick] [--only main|small]` (`--quick` skips the 20,000-pod cases).
+Between them, the configuration-LP table (`bench/config_lp.py`) on the constrained mix and the new
+families (`bench/families.py`): the column-generation bound, a rounded integer plan over its columns, and
+ours ÷ the best bound, round ÷ best bound (integrality) and ours ÷ round (the engine's own share).
+
+Usage: `python -m bench.run [--quick] [--only main|small] [--cg-seconds S]` (`--quick` skips the 20,000-pod
+cases; `--cg-seconds` is the column-generation budget per workload, 15 by default).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline import greedy
+from bench.config_lp import configuration
+from bench.families import families
 from bench.lower_bound import LowerBound, cover_bound, fluid_bound
 from bench.small import run_small
 from bench.workloads import CLASS, Workload, constrained_mix, deployment_mix, karpenter_mix
@@ -44,7 +51,55 @@ def _cases(quick: bool) -> list[tuple[Callable[[], Workload], str]]:
         cases.append(((lambda n=n: deployment_mix(n, spot_zones=False)), "fluid"))
         cases.append(((lambda n=n: deployment_mix(n, spot_zones=True)), "fluid"))
     cases += [((lambda: constrained_mix(1000)), "fluid"), ((lambda: constrained_mix(5000)), "fluid")]
+    cases += [((lambda w=w: w), "fluid") for w in families()]
     return cases
+
+
+#: The workloads the configuration LP runs on (bench/config_lp.py): constrained and new families.
+CONFIGURATION_PREFIXES = ("constrained-", "memory-heavy-", "microservices-", "odd-shapes-", "spot-batch-")
+
+
+def run_configuration(
+    workloads: list[Workload], rows: list[dict[str, Any]], time_limit: float = 15.0
+) -> list[dict[str, Any]]:
+    """The configuration-LP bound and rounded plan of each workload, against the engine's cost in `rows`."""
+    header = (
+        f"{'workload':<26} {'fluid':>9} {'config':>9} {'conv':>4} {'round':>9} {'ours':>9} {'ours/best':>9} "
+        f"{'round/best':>10} {'ours/round':>10} {'CG s':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    by_name = {row["workload"]: row for row in rows}
+    result = []
+    for workload in workloads:
+        row = by_name[workload.name]
+        found = configuration(workload, time_limit=time_limit, round_limit=10.0)
+        best = max(row["lower_bound_per_hour"], found.bound)
+        ours = row["cost_per_hour"]
+        entry = {
+            "workload": workload.name,
+            "fluid_per_hour": row["lower_bound_per_hour"],
+            "configuration_per_hour": round(found.bound, 4),
+            "configuration_converged": found.converged,
+            "configuration_iterations": found.iterations,
+            "columns": found.columns,
+            "rounded_per_hour": round(found.rounded, 4),
+            "rounded_nodes": found.rounded_nodes,
+            "cost_per_hour": ours,
+            "ratio_best": round(ours / best, 4),
+            "rounded_ratio_best": round(found.rounded / best, 4),
+            "ratio_rounded": round(ours / found.rounded, 4),
+            "seconds": round(found.seconds, 1),
+        }
+        result.append(entry)
+        print(
+            f"{workload.name:<26} {entry['fluid_per_hour']:>9.3f} {found.bound:>9.3f} "
+            f"{'yes' if found.converged else 'no':>4} {found.rounded:>9.3f} {ours:>9.3f} "
+            f"{entry['ratio_best']:>9.4f} {entry['rounded_ratio_best']:>10.4f} {entry['ratio_rounded']:>10.4f} "
+            f"{found.seconds:>5.0f}",
+            flush=True,
+        )
+    return result
 
 
 def _solve(workload: Workload) -> tuple[Plan, float]:
@@ -69,7 +124,8 @@ def _peak_mib(workload: Workload) -> float:
     return peak / 2**20
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def run(quick: bool = False, kept: list[Workload] | None = None) -> list[dict[str, Any]]:
+    """The main table; the workloads the configuration LP will run on are appended to `kept`."""
     rows: list[dict[str, Any]] = []
     header = (
         f"{'workload':<26} {'pods':>6} {'types':>5} {'bound $/h':>10} {'ours/LB':>8} {'base/LB':>8} "
@@ -106,6 +162,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             "peak_mib": round(peak, 1) if peak is not None else None,
         }
         rows.append(row)
+        if kept is not None and workload.name.startswith(CONFIGURATION_PREFIXES):
+            kept.append(workload)
         print(
             f"{row['workload']:<26} {row['pods']:>6} {row['instance_types']:>5} {bound.cost:>10.3f} "
             f"{row['ratio']:>8.4f} {row['baseline_ratio']:>8.4f} {seconds:>7.3f} {base_seconds:>7.3f} "
@@ -119,10 +177,16 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 20,000-pod cases")
-    parser.add_argument("--only", choices=("main", "small"), help="run one table only")
+    parser.add_argument("--only", choices=("main", "small"), help="run one part only")
+    parser.add_argument(
+        "--cg-seconds", type=float, default=15.0, help="column generation budget per workload"
+    )
     args = parser.parse_args()
     started = datetime.now(UTC)
-    rows = run(quick=args.quick) if args.only in (None, "main") else []
+    kept: list[Workload] = []
+    rows = run(quick=args.quick, kept=kept) if args.only in (None, "main") else []
+    print()
+    configured = run_configuration(kept, rows, args.cg_seconds) if kept else []
     print()
     small = run_small() if args.only in (None, "small") else []
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -134,6 +198,7 @@ def main() -> None:
             "python": platform.python_version(),
         },
         "results": rows,
+        "configuration": configured,
         "small_instances": small,
     }
     text = json.dumps(document, indent=2)

@@ -349,13 +349,46 @@ def configuration_bound(
     `counts[k]` pods of class k, each needing `demands[k]` (millicores, bytes, pod slots), at most one per node
     when `one_per_node[k]`; bins as (price, room, classes served). Every class must be served by some bin.
     Stops at `deadline` (a `time.perf_counter()` instant) or after `max_iterations` master solves."""
+    return generate_columns(
+        counts,
+        demands,
+        one_per_node,
+        bins,
+        deadline=deadline,
+        max_iterations=max_iterations,
+        enumeration_limit=enumeration_limit,
+    )[0]
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedColumns:
+    """The columns column generation found: `bins[i]` indexes `prices` (the undominated bins, in order) and
+    `counts[i]` is the pods per class of one node; a MIP over them gives an integer plan (bench/config_lp.py)."""
+
+    prices: tuple[float, ...]
+    bins: tuple[int, ...]
+    counts: tuple[tuple[int, ...], ...]
+
+
+def generate_columns(
+    counts: Sequence[float],
+    demands: Sequence[tuple[int, int, int]],
+    one_per_node: Sequence[bool],
+    bins: Sequence[_Bin],
+    *,
+    deadline: float,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    enumeration_limit: int = ENUMERATION_LIMIT,
+) -> tuple[ConfigurationBound, GeneratedColumns]:
+    """`configuration_bound`, also returning the columns it generated. Counts may be fractional (an even
+    zone split): the per-node caps then use their ceiling."""
     import time
 
     import numpy as np
 
     started = time.perf_counter()
     if not counts:
-        return ConfigurationBound(0.0, 0.0, True, "no pods", 0, 0, 0, 0.0)
+        return ConfigurationBound(0.0, 0.0, True, "no pods", 0, 0, 0, 0.0), GeneratedColumns((), (), ())
     need = np.asarray(counts, dtype=float)
     demand = np.asarray(demands, dtype=np.int64).reshape(len(counts), 3)
     price, room, caps = _bin_arrays(need, demand, np.asarray(one_per_node, dtype=bool), _undominated(bins))
@@ -418,7 +451,7 @@ def configuration_bound(
             else:
                 stopped = "time" if not exact and time.perf_counter() >= deadline - 0.005 else "stalled"
             break
-    return ConfigurationBound(
+    outcome = ConfigurationBound(
         cost_per_hour=best,
         master_per_hour=master,
         converged=stopped == "converged",
@@ -428,6 +461,12 @@ def configuration_bound(
         bins=len(price),
         seconds=time.perf_counter() - started,
     )
+    generated = GeneratedColumns(
+        tuple(float(p) for p in price),
+        tuple(columns.bins),
+        tuple(tuple(int(n) for n in column) for column in columns.counts),
+    )
+    return outcome, generated
 
 
 class _Columns:
@@ -488,7 +527,7 @@ def _bin_arrays(need: Any, demand: Any, one_per_node: Any, bins: Sequence[_Bin])
         room[:, None, :] // np.maximum(demand[None, :, :], 1),
         np.iinfo(np.int64).max,
     ).min(axis=2)
-    limit = np.where(one_per_node, 1, need.astype(np.int64))
+    limit = np.where(one_per_node, 1, np.ceil(need - 1e-9).astype(np.int64))
     return price, room, np.where(served, np.minimum(fits, limit[None, :]), 0)
 
 

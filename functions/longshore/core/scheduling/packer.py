@@ -27,7 +27,9 @@ is a list of node patterns, each replicated some number of times.
    uncapped items are much dearer in their own offers than the capped ones (on-demand-only pods next to
    spot-friendly anti-affine ones: each group's cheapest price per unit of resource, 1.5× or more), their
    nodes are opened first, so the capped pods ride in their spare room; otherwise, with at most 100 forced
-   nodes, choosing the forced nodes one by one like ordinary nodes (step 4). The cheaper plan is kept.
+   nodes, two: choosing the forced nodes one by one like ordinary nodes (step 4), and opening them one at a
+   time, each offered every filler rather than a fair share, so the forced nodes can mix instance types (one
+   big node takes many fillers, the others stay small). The cheapest plan is kept.
 4. *Bin-centric greedy with bulk replication* (`packer_greedy`). Repeatedly pick a seed item (the largest value), evaluate
    candidate bins that can hold it in decreasing order of an upper bound on their efficiency (branch and
    bound: stop when the bound cannot beat the best found), fill each candidate and keep the best. A fill
@@ -127,8 +129,13 @@ def pack(
         dear.dear_first = True
         bases.append(dear)
     elif 0 < needed <= TUNING.node_by_node_up_to:
-        # few forced nodes: also try choosing each of them like any other node (node by node)
+        # few forced nodes: also try choosing each of them like any other node (node by node), and
+        # opening them one at a time, each offered every filler, so a round can mix instance types (one
+        # big node takes many fillers, the rest stay small) where one type for the round cannot
         bases.append(first.fork(TUNING.slices[0], top_up=False))
+        single = first.fork(TUNING.slices[0])
+        single.forced_single = True
+        bases.append(single)
     best: PackResult | None = None
     best_key: tuple[int, float, int] | None = None
     for base in bases:

@@ -71,7 +71,7 @@ def forced_nodes(packer: PackerState, seed: int, active: list[int], needed: int)
         per_node = min(per_node, cap)
     if per_node <= 0:
         return []
-    rounds = min(needed, -(-packer.remaining[seed] // per_node))
+    rounds = 1 if packer.forced_single else min(needed, -(-packer.remaining[seed] // per_node))
     seed_load = tuple(d * per_node for d in item.demand)
     options = list(holding(packer, packer.group_of[seed], seed_load))
     if not options:
@@ -79,8 +79,9 @@ def forced_nodes(packer: PackerState, seed: int, active: list[int], needed: int)
     fillers_of = _fillers(packer, seed, active, options)
     seed_value = per_node * packer.values[seed]
     budget_of: dict[int, float] = {}  # per node: a fair share of the fillers over the nodes still needed
+    share = 1 if packer.forced_single else needed  # one node at a time may take every filler it is worth
     for groups, fillers in fillers_of.items():
-        budget_of[groups] = sum(packer.remaining[k] * packer.values[k] for k in fillers) / needed
+        budget_of[groups] = sum(packer.remaining[k] * packer.values[k] for k in fillers) / share
     _bound(packer, options, seed_value, budget_of)
     left = list(packer.remaining)
     ranked: dict[int, tuple[list[int], list[int]]] = {}

@@ -30,6 +30,7 @@ class PackerState:
         self.slice = slice_share
         self.top_up = top_up
         self.dear_first = False  # open the nodes of much dearer uncapped items before the forced ones
+        self.forced_single = False  # forced nodes one at a time, each offered every filler (mixes types)
         self.items = items
         self.types = types
         self.offers = offers

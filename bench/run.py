@@ -16,6 +16,9 @@ ours ÷ the best bound, round ÷ best bound (integrality) and ours ÷ round (the
 
 Usage: `python -m bench.run [--quick] [--only main|small] [--cg-seconds S]` (`--quick` skips the 20,000-pod
 cases; `--cg-seconds` is the column-generation budget per workload, 15 by default).
+
+The engine runs with spot diversity off (`spot_pool_share=1.0`) in these tables, so they measure packing
+and compare with earlier runs; the spot-diversity table gives the default rule's cost and pool shares.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from bench.lower_bound import LowerBound, cover_bound, fluid_bound
 from bench.small import run_small
 from bench.workloads import CLASS, Workload, constrained_mix, deployment_mix, karpenter_mix
 from longshore.core.scheduling import Plan, SchedulingInput, solve
+from longshore.core.scheduling.inputs import SPOT_POOL_SHARE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -102,9 +106,15 @@ def run_configuration(
     return result
 
 
-def _solve(workload: Workload) -> tuple[Plan, float]:
+def _solve(workload: Workload, spot_pool_share: float = 1.0) -> tuple[Plan, float]:
+    """The engine's plan and solve time; spot diversity off by default (the tables measure packing; its
+    cost is the diversity table's)."""
     inp = SchedulingInput(
-        pods=workload.pods, pools=workload.pools, node_classes=(CLASS,), catalog=workload.catalog
+        pods=workload.pods,
+        pools=workload.pools,
+        node_classes=(CLASS,),
+        catalog=workload.catalog,
+        spot_pool_share=spot_pool_share,
     )
     gc.collect()
     start = time.perf_counter()
@@ -114,7 +124,11 @@ def _solve(workload: Workload) -> tuple[Plan, float]:
 
 def _peak_mib(workload: Workload) -> float:
     inp = SchedulingInput(
-        pods=workload.pods, pools=workload.pools, node_classes=(CLASS,), catalog=workload.catalog
+        pods=workload.pods,
+        pools=workload.pools,
+        node_classes=(CLASS,),
+        catalog=workload.catalog,
+        spot_pool_share=1.0,
     )
     gc.collect()
     tracemalloc.start()
@@ -122,6 +136,50 @@ def _peak_mib(workload: Workload) -> float:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return peak / 2**20
+
+
+def _largest_pool(plan: Plan) -> float:
+    """The largest spot (type, zone) pool's share of the plan's spot vCPU (0 without spot)."""
+    load: dict[tuple[str, str], int] = {}
+    for claim in plan.new_claims:
+        if claim.capacity_type == "spot":
+            key = (claim.instance_type, claim.zone)
+            load[key] = load.get(key, 0) + claim.allocatable.get("cpu")
+    return max(load.values()) / sum(load.values()) if load else 0.0
+
+
+def run_diversity(workloads: list[Workload]) -> list[dict[str, Any]]:
+    """Spot diversity's cost: each workload with spot claims, undiversified and with the default rule."""
+    header = (
+        f"{'workload':<26} {'spot nodes':>10} {'top pool':>8} {'cost $/h':>9} {'diverse':>9} "
+        f"{'top pool':>8} {'cost +%':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    result = []
+    for workload in workloads:
+        plain, _ = _solve(workload)
+        spot = sum(1 for c in plain.new_claims if c.capacity_type == "spot")
+        if not spot:
+            continue
+        diverse, _ = _solve(workload, SPOT_POOL_SHARE)
+        extra = diverse.cost_per_hour / plain.cost_per_hour - 1
+        entry = {
+            "workload": workload.name,
+            "spot_nodes": spot,
+            "largest_pool_share": round(_largest_pool(plain), 3),
+            "cost_per_hour": round(plain.cost_per_hour, 4),
+            "diverse_cost_per_hour": round(diverse.cost_per_hour, 4),
+            "diverse_largest_pool_share": round(_largest_pool(diverse), 3),
+            "cost_increase": round(extra, 5),
+        }
+        result.append(entry)
+        print(
+            f"{workload.name:<26} {spot:>10} {entry['largest_pool_share']:>8.3f} {plain.cost_per_hour:>9.3f} "
+            f"{diverse.cost_per_hour:>9.3f} {entry['diverse_largest_pool_share']:>8.3f} {100 * extra:>7.2f}",
+            flush=True,
+        )
+    return result
 
 
 def run(quick: bool = False, kept: list[Workload] | None = None) -> list[dict[str, Any]]:
@@ -162,7 +220,7 @@ def run(quick: bool = False, kept: list[Workload] | None = None) -> list[dict[st
             "peak_mib": round(peak, 1) if peak is not None else None,
         }
         rows.append(row)
-        if kept is not None and workload.name.startswith(CONFIGURATION_PREFIXES):
+        if kept is not None and workload.name.startswith((*CONFIGURATION_PREFIXES, "deploy-spot-")):
             kept.append(workload)
         print(
             f"{row['workload']:<26} {row['pods']:>6} {row['instance_types']:>5} {bound.cost:>10.3f} "
@@ -186,7 +244,10 @@ def main() -> None:
     kept: list[Workload] = []
     rows = run(quick=args.quick, kept=kept) if args.only in (None, "main") else []
     print()
-    configured = run_configuration(kept, rows, args.cg_seconds) if kept else []
+    configured = [w for w in kept if w.name.startswith(CONFIGURATION_PREFIXES)]
+    configured_rows = run_configuration(configured, rows, args.cg_seconds) if configured else []
+    print()
+    diversity = run_diversity(kept) if kept else []
     print()
     small = run_small() if args.only in (None, "small") else []
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -198,7 +259,8 @@ def main() -> None:
             "python": platform.python_version(),
         },
         "results": rows,
-        "configuration": configured,
+        "configuration": configured_rows,
+        "spot_diversity": diversity,
         "small_instances": small,
     }
     text = json.dumps(document, indent=2)

@@ -37,7 +37,8 @@ class ClaimPlan:
     node_class: str
     requirements: Requirements
     instance_types: tuple[str, ...]  # cheapest first, at most `max_instance_types`
-    offerings: tuple[OfferingOption, ...]  # cheapest first
+    # cheapest first (a claim spot diversity moved lists its priced offering first)
+    offerings: tuple[OfferingOption, ...]
     instance_type: str
     zone: str
     capacity_type: str

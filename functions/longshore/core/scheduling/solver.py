@@ -36,6 +36,10 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
    one domain's quota (a pool limit, no fitting type) and left the others ahead by more than maxSkew: the
    final per-domain counts are recomputed and offending pods are taken back off their new claims, one at a
    time, with a reason (claims left empty are dropped).
+7. *Spot diversity* (`solver_diversity`). In a batch with at least 10 spot claims, no spot (type, zone) pool
+   keeps more than `spot_pool_share` (0.5) of the spot vCPU: the cheapest moves send claims to the next
+   cheapest spot offering of their own list, zones changing only when no pending pod has a zone topology
+   constraint, for at most `spot_diversity_cost` (1 %) of the plan's cost.
 
 Existing nodes are checked against the inverse anti-affinity of their own pods through an index by hostname,
 so filling 1,000 nodes does not rescan every placed pod per (node, class). Counts of placed pods per domain
@@ -50,6 +54,7 @@ from __future__ import annotations
 
 from longshore.core.scheduling.inputs import SchedulingInput
 from longshore.core.scheduling.plan import ExistingPlacement, Plan
+from longshore.core.scheduling.solver_diversity import diversify_spot
 from longshore.core.scheduling.solver_domains import split_units
 from longshore.core.scheduling.solver_existing import place_on_nodes
 from longshore.core.scheduling.solver_launch import launch
@@ -84,6 +89,7 @@ def solve(inp: SchedulingInput) -> Plan:
     launch(solver, units)
     if solver.unschedulable:
         repair_spreads(solver, [*classes, *solver.relaxed])
+    diversify_spot(solver)
     existing = tuple(
         ExistingPlacement(state.node.name, tuple(state.placed), state.node.in_flight)
         for state in (*solver.nodes, *solver.in_flight)

@@ -7,7 +7,8 @@ the simulation's (`longshore_sim.lp_bound.generate_columns`: greedy then exact k
 bound valid at every iteration, stopped after `time_limit` seconds). The bound reported is the best Farley
 bound; `converged` says whether it is the LP optimum.
 
-The rounded plan (`CG_ROUND`) is a MIP over the generated columns (HiGHS, `round_limit` seconds) covering
+The rounded plan (`CG_ROUND`) is the better of a MIP over the generated columns (HiGHS, `round_limit` seconds)
+and the master LP over them with every count rounded up, both covering
 the integer split of every class (`ClassInstance.whole`: a zone spread's remainder goes to the first zones):
 every column is one node whose pods fit, with at most one anti-affine pod of a class, on an offering that
 serves its classes, so the MIP's solution is a feasible placement. bound ≤ OPT ≤ CG_ROUND: round ÷ bound is
@@ -77,9 +78,9 @@ def configuration(workload: Workload, time_limit: float = 20.0, round_limit: flo
         bounds=Bounds(0, float(need.max())),
         options={"time_limit": round_limit, "mip_rel_gap": 1e-4},
     )
-    if result.x is None:
-        raise RuntimeError(f"no rounded plan: {result.message}")
-    chosen = np.round(result.x)
+    chosen = _rounded_up(matrix, prices, need)  # always feasible; the MIP may beat it in its time
+    if result.x is not None and prices @ np.round(result.x) < prices @ chosen:
+        chosen = np.round(result.x)
     return ConfigResult(
         bound=bound.cost_per_hour,
         converged=bound.converged,
@@ -89,3 +90,14 @@ def configuration(workload: Workload, time_limit: float = 20.0, round_limit: flo
         rounded_nodes=int(chosen.sum()),
         seconds=time.perf_counter() - started,
     )
+
+
+def _rounded_up(matrix: np.ndarray, prices: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """The master LP over the columns, every column count rounded up: a feasible plan (it covers `need`),
+    the fallback when the MIP finds nothing better in its time."""
+    from scipy.optimize import linprog
+
+    result = linprog(prices, A_ub=-matrix, b_ub=-need, bounds=(0, None), method="highs")
+    if result.status != 0:
+        raise RuntimeError(f"no rounded plan: {result.message}")
+    return np.ceil(np.asarray(result.x) - 1e-9)

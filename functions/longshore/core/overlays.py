@@ -1,0 +1,121 @@
+"""NodeOverlays applied to the catalog: the prices and extended resources the scheduling simulation assumes.
+
+Theory of operation (Karpenter `karpenter.sh/v1alpha1` NodeOverlay, kubernetes-sigs/karpenter
+`pkg/apis/v1alpha1/nodeoverlay.go` and `designs/node-overlay.md`): an overlay's `requirements` are matched
+against what a pool's node of an instance type would carry: the type's labels, the pool's labels and
+`karpenter.sh/nodepool`, and, for prices, the offering's zone and capacity type. Matching follows
+`Requirements.compatible`, as Karpenter's does, so an overlay without requirements matches everything.
+
+Overlays are ordered by weight (highest first) and, at equal weight, by name in reverse alphabetical order
+(`NodeOverlayList.OrderByWeight`). Each field is merged by weight: the first overlay in that order that
+matches and sets the field decides it (the price of an offering; each extended resource of `capacity`
+separately), and the others are ignored for that field, never added up (the design's "merge by weight").
+`price` replaces the offering's price; `priceAdjustment` changes it by an amount (`+0.5`, `-0.25`) or a
+percentage (`+10%`, `-15%`), never below zero. `capacity` sets extended resources on the type (its cpu,
+memory, ephemeral-storage and pods are refused by validation).
+
+`overlaid(catalog, overlays, labels)` is the catalog as one pool sees it, memoised on the catalog
+(`Catalog.memo`) by overlays and pool labels, so provisioning, consolidation and the cost of the claims they
+produce all use the adjusted prices and capacity. `price_of` prices an existing node from such a view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from longshore.core import labels as wk
+from longshore.core.catalog import Catalog, InstanceType, Offering
+from longshore.core.model import NodeOverlay, Pairs
+from longshore.core.requirements import KeyRequirement, Requirements
+from longshore.core.resources import Resources
+
+RESTRICTED_CAPACITY = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
+
+
+def ordered(overlays: Iterable[NodeOverlay]) -> tuple[NodeOverlay, ...]:
+    """Karpenter's precedence: weight descending, then name descending (later in the alphabet first)."""
+    by_name = sorted(overlays, key=lambda o: o.name, reverse=True)
+    return tuple(sorted(by_name, key=lambda o: -o.weight))
+
+
+def adjust(price: float, overlay: NodeOverlay) -> float:
+    """The price `overlay` gives an offering priced `price` (unchanged when it sets no price)."""
+    if overlay.price is not None:
+        return overlay.price
+    text = overlay.price_adjustment
+    if not text:
+        return price
+    if text.endswith("%"):
+        return max(0.0, round(price * (1 + float(text[:-1]) / 100), 9))
+    return max(0.0, round(price + float(text), 9))
+
+
+def _sets_price(overlay: NodeOverlay) -> bool:
+    return overlay.price is not None or bool(overlay.price_adjustment)
+
+
+def _offering_requirements(base: Requirements, offering: Offering) -> Requirements:
+    keyed = [
+        KeyRequirement.in_(wk.ZONE, (offering.zone,)),
+        KeyRequirement.in_(wk.CAPACITY_TYPE, (offering.capacity_type,)),
+    ]
+    if offering.zone_id:
+        keyed.append(KeyRequirement.in_(wk.ZONE_ID, (offering.zone_id,)))
+    return base.without(wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID).intersect(Requirements.from_keyed(keyed))
+
+
+def _apply_type(
+    instance_type: InstanceType, overlays: tuple[tuple[NodeOverlay, Requirements], ...], labels: Requirements
+) -> InstanceType:
+    subject = instance_type.requirements().intersect(labels)
+    matching = [(o, reqs) for o, reqs in overlays if subject.compatible(reqs)]
+    if not matching:
+        return instance_type
+    capacity = instance_type.capacity
+    done: set[str] = set()
+    for overlay, _ in matching:
+        for name, amount in overlay.capacity.items:
+            if name not in done:
+                done.add(name)
+                capacity = capacity - Resources.of({name: capacity.get(name)}) + Resources.of({name: amount})
+    pricing = [(o, reqs) for o, reqs in matching if _sets_price(o)]
+    offerings = instance_type.offerings
+    if pricing:
+        changed = []
+        for offering in offerings:
+            place = _offering_requirements(subject, offering)
+            winner = next((o for o, reqs in pricing if place.compatible(reqs)), None)
+            changed.append(
+                offering if winner is None else replace(offering, price=adjust(offering.price, winner))
+            )
+        offerings = tuple(changed)
+    if capacity == instance_type.capacity and offerings == instance_type.offerings:
+        return instance_type
+    return replace(instance_type, capacity=capacity, offerings=offerings)
+
+
+def overlaid(catalog: Catalog, overlays: tuple[NodeOverlay, ...], labels: Pairs = ()) -> Catalog:
+    """The catalog as the nodes of a pool with these `labels` (its own and `karpenter.sh/nodepool`) see it
+    under `overlays` (module docstring); the catalog itself when there are none."""
+    if not overlays:
+        return catalog
+    return catalog.memo(("overlaid", overlays, labels), lambda: _overlaid(catalog, overlays, labels))
+
+
+def _overlaid(catalog: Catalog, overlays: tuple[NodeOverlay, ...], labels: Pairs) -> Catalog:
+    prepared = tuple((o, Requirements.of(o.requirements)) for o in ordered(overlays))
+    pool = Requirements.from_labels(dict(labels))
+    types = tuple(_apply_type(it, prepared, pool) for it in catalog.instance_types)
+    return replace(catalog, instance_types=types)
+
+
+def price_of(catalog: Catalog, labels: Mapping[str, str]) -> float:
+    """The hourly price of a node with these labels in `catalog` (an `overlaid` view): its offering's, else
+    its type's cheapest; 0 when the type is unknown (a node Longshore cannot price counts nothing)."""
+    found = catalog.get(labels.get(wk.INSTANCE_TYPE, ""))
+    if found is None or not found.offerings:
+        return 0.0
+    zone, capacity_type = labels.get(wk.ZONE), labels.get(wk.CAPACITY_TYPE)
+    exact = [o.price for o in found.offerings if o.zone == zone and o.capacity_type == capacity_type]
+    return exact[0] if exact else min(o.price for o in found.offerings)

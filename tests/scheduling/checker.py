@@ -17,7 +17,7 @@ from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog
 from longshore.core.model import NodePool, Requirement, Taint
-from longshore.core.overlays import overlaid, price_of
+from longshore.core.overlays import pool_view, price_of
 from longshore.core.pods import LabelSelector, Pod
 from longshore.core.scheduling.inputs import SchedulingInput
 from longshore.core.scheduling.plan import Plan
@@ -298,9 +298,8 @@ def check(inp: SchedulingInput, plan: Plan) -> list[str]:
 
 def pool_catalog(inp: SchedulingInput, pool: NodePool) -> Catalog:
     """The catalog with the pool's NodeOverlays applied (`core.overlays`, tested on its own)."""
-    return overlaid(
-        inp.catalog, pool.overlays, tuple(sorted({**dict(pool.labels), wk.NODEPOOL: pool.name}.items()))
-    )
+    node_class = next((c for c in inp.node_classes if c.name == pool.node_class), None)
+    return pool_view(inp.catalog, pool, node_class.ami_family if node_class else "AL2023")
 
 
 def _dollar_limits(inp: SchedulingInput, plan: Plan) -> list[str]:

@@ -91,3 +91,22 @@ def test_the_cluster_cost_limit_is_shared_by_the_pools():
     assert len(plan.new_claims) == 2
     (key,) = [k for k, _ in plan.unschedulable]
     assert "cluster cost limit 0.20 $/h reached" in plan.reason_for(key)
+
+
+def test_an_in_flight_claim_carries_the_overlay_capacity_so_no_second_node_launches():
+    from longshore.core.claims import NodeClaim
+    from longshore.core.model import ClusterConfig
+    from longshore.services.snapshot import claim_as_node
+    from tests.builders import node_class
+
+    huge = NodeOverlay("huge", ORIGIN, (), capacity=Resources.parse({"hugepages-2Mi": "1Gi"}))
+    the_pool = with_overlays(pool(), huge)
+    config = ClusterConfig("demo", "us-east-1", "1.31", (the_pool,), (node_class(),))
+    claim = NodeClaim(
+        "c1", "default", "default", instance_type="m5.large", zone="us-east-1a", capacity_type="on-demand"
+    )
+    in_flight = claim_as_node(claim, types(), config)
+    assert in_flight is not None and in_flight.allocatable.get("hugepages-2Mi") == 2**30
+    pods = [pod("db", cpu="500m", memory="1Gi", extra_requests={"hugepages-2Mi": "512Mi"})]
+    plan = solved(pods, [the_pool], in_flight=(in_flight,))
+    assert not plan.new_claims and not plan.unschedulable

@@ -33,9 +33,9 @@ from longshore.adapters.clock import WallClock
 from longshore.cli.options import config_options, load_from_options
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
-from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType
+from longshore.core.catalog import Catalog, InstanceType
 from longshore.core.model import ClusterConfig, NodePool
-from longshore.core.overlays import overlaid
+from longshore.core.overlays import pool_view
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
 
 PRICING_REGION = "us-east-1"
@@ -65,10 +65,7 @@ def describe_pool(
         return [], f"pool {pool.name}: {exc}"
     family = cluster.node_class_of(pool).ami_family
     listed = catalog.for_family(family)  # a Windows class's own view
-    labels = {**dict(pool.labels), wk.NODEPOOL: pool.name}
-    if family in WINDOWS_BUILDS:
-        labels.update({wk.OS: "windows", wk.WINDOWS_BUILD: WINDOWS_BUILDS[family]})
-    catalog = overlaid(listed, pool.overlays, tuple(sorted(labels.items())))  # as the engine sees it
+    catalog = pool_view(catalog, pool, family)  # with the pool's NodeOverlays, as the engine sees it
     rows = [_row(it, requirements, cluster, pool, listed[it.name]) for it in catalog.compatible(requirements)]
     reason = None if rows else catalog.explain_none_compatible(requirements, subject=f"pool {pool.name}")
     return rows, reason

@@ -16,7 +16,9 @@ memory, ephemeral-storage and pods are refused by validation).
 
 `overlaid(catalog, overlays, labels)` is the catalog as one pool sees it, memoised on the catalog
 (`Catalog.memo`) by overlays and pool labels, so provisioning, consolidation and the cost of the claims they
-produce all use the adjusted prices and capacity. `price_of` prices an existing node from such a view.
+produce all use the adjusted prices and capacity; `pool_view` is that view for a pool and AMI family (the
+in-flight claims' allocatable, consolidation's prices, `longshore catalog`). `price_of` prices an existing
+node from such a view.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from longshore.core import labels as wk
-from longshore.core.catalog import Catalog, InstanceType, Offering
-from longshore.core.model import NodeOverlay, Pairs
+from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType, Offering
+from longshore.core.model import NodeOverlay, NodePool, Pairs
 from longshore.core.requirements import KeyRequirement, Requirements
 from longshore.core.resources import Resources
 
@@ -108,6 +110,16 @@ def _overlaid(catalog: Catalog, overlays: tuple[NodeOverlay, ...], labels: Pairs
     pool = Requirements.from_labels(dict(labels))
     types = tuple(_apply_type(it, prepared, pool) for it in catalog.instance_types)
     return replace(catalog, instance_types=types)
+
+
+def pool_view(catalog: Catalog, pool: NodePool, ami_family: str) -> Catalog:
+    """The catalog as the pool's nodes of this AMI family see it: the family's view (`Catalog.for_family`)
+    under the pool's overlays, matched with the labels its node template carries (as `build_template`)."""
+    labels = {**dict(pool.labels), wk.NODEPOOL: pool.name}
+    build = WINDOWS_BUILDS.get(ami_family)
+    if build is not None:
+        labels[wk.OS], labels[wk.WINDOWS_BUILD] = "windows", build
+    return overlaid(catalog.for_family(ami_family), pool.overlays, tuple(sorted(labels.items())))
 
 
 def price_of(catalog: Catalog, labels: Mapping[str, str]) -> float:

@@ -264,13 +264,9 @@ def _load(
     validated = [v for v in (_validate(document, sink) for document in collected.documents) if v is not None]
     pools, classes = _normalise(validated, sink)
     node_overlays = overlays.overlays_of(
-        ((v.document, v.model, _origin(v.document)) for v in validated), sink
+        [(v.document, v.model, _origin(v.document)) for v in validated], sink
     )
-    caps = {
-        v.document.name: cap
-        for v in validated
-        if v.schema.role == "pool" and (cap := overlays.cost_cap(v.document, v.model, sink)) is not None
-    }
+    caps = overlays.cost_caps([(v.document, v.model) for v in validated if v.schema.role == "pool"], sink)
     pools = overlays.attach(pools, node_overlays, caps)
     _relate(collected, validated, pools, classes, cluster_model, sink)
     sink.raise_if_any(collected.files)

@@ -82,6 +82,15 @@ def cost_cap(document: Document, model: BaseModel, sink: ErrorSink) -> float | N
     return float(text)
 
 
+def cost_caps(pools: Iterable[tuple[Document, BaseModel]], sink: ErrorSink) -> dict[str, float]:
+    """Pool name -> its dollar limit, for the pool documents that carry one."""
+    return {
+        document.name: cap
+        for document, model in pools
+        if (cap := cost_cap(document, model, sink)) is not None
+    }
+
+
 def attach(
     pools: Iterable[NodePool], overlays: tuple[NodeOverlay, ...], caps: dict[str, float]
 ) -> list[NodePool]:

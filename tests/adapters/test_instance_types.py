@@ -273,13 +273,42 @@ def test_catalog_report_for_the_seed_pools(moto_catalog: tuple[Catalog, Any]) ->
         assert row["labels"][wk.ARCH] == "amd64" and row["labels"][wk.OS] == "linux"
         assert {o["capacity_type"] for o in row["offerings"]} == {"on-demand"}
         assert all(
-            set(o) == {"zone", "zone_id", "capacity_type", "price", "available"} for o in row["offerings"]
+            set(o) == {"zone", "zone_id", "capacity_type", "price", "list_price", "adjusted", "available"}
+            and not o["adjusted"]
+            for o in row["offerings"]
         )
         alloc = {name: parse(name, qty) for name, qty in row["allocatable"].items()}
         capacity = {name: parse(name, qty) for name, qty in row["capacity"].items()}
         assert all(0 <= alloc[name] <= capacity[name] for name in alloc)
     cheapest = [min(o["price"] for o in row["offerings"]) for row in rows]
     assert cheapest == sorted(cheapest)
+
+
+def test_catalog_report_previews_overlay_prices(moto_catalog: tuple[Catalog, Any]) -> None:
+    import dataclasses
+
+    from longshore.cli.catalog import build_report
+    from longshore.config import load_cluster
+    from longshore.core.model import NodeOverlay, Origin, Requirement
+    from tests.conftest import VALID_MANIFESTS
+
+    catalog, _ = moto_catalog
+    cluster = load_cluster([VALID_MANIFESTS / "01-requirements-ttl-empty.yaml"])
+    first = build_report(cluster, catalog, "moto")["nodepools"]["default"][0]
+    dear = NodeOverlay(
+        "dear",
+        Origin("karpenter.sh/v1alpha1", "NodeOverlay"),
+        (Requirement(wk.INSTANCE_TYPE, "In", (first["name"],)),),
+        price_adjustment="+1000%",
+    )
+    pools = tuple(dataclasses.replace(p, overlays=(dear,)) for p in cluster.node_pools)
+    rows = build_report(dataclasses.replace(cluster, node_pools=pools), catalog, "moto")["nodepools"][
+        "default"
+    ]
+    assert rows[0]["name"] != first["name"]  # no longer the cheapest
+    (row,) = [r for r in rows if r["name"] == first["name"]]
+    for offering in row["offerings"]:
+        assert offering["adjusted"] and offering["price"] == pytest.approx(11 * offering["list_price"])
 
 
 def test_catalog_report_explains_an_empty_pool(moto_catalog: tuple[Catalog, Any]) -> None:

@@ -1,4 +1,4 @@
-"""NodePools and EC2NodeClasses from the cluster, merged with the deployed config by `spec.poolSource`."""
+"""NodePools, EC2NodeClasses and NodeOverlays from the cluster, merged with the deployed config by `spec.poolSource`."""
 
 from __future__ import annotations
 
@@ -131,3 +131,41 @@ def test_config_is_the_default_source() -> None:
     assert merged.config.pool_source == "config" and "gitops" not in {
         p.name for p in merged.config.node_pools
     }
+
+
+def overlay(name: str = "dear-c5", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": name, "resourceVersion": "3"},
+        "spec": {
+            "requirements": [
+                {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c5"]}
+            ],
+            "priceAdjustment": "+100%",
+            **spec,
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def test_node_overlays_in_the_cluster_reach_every_pool_and_an_invalid_one_is_not_used():
+    merged = merge_cluster_objects(
+        config("both"),
+        "ssm:demo",
+        [overlay(), overlay("bad", price="1", weight=0)],
+        region="us-east-1",
+        cluster_name="demo",
+    )
+    verdicts = {v.name: v for v in merged.verdicts}
+    assert verdicts["dear-c5"].valid and not verdicts["bad"].valid
+    assert "spec.weight" in verdicts["bad"].message and "nodeoverlays.karpenter.sh/bad" in verdicts["bad"].ref
+    assert [o.name for o in merged.config.node_overlays] == ["dear-c5"]
+    assert all(p.overlays == merged.config.node_overlays for p in merged.config.node_pools)
+
+
+def test_node_overlays_in_the_cluster_are_ignored_with_pool_source_config():
+    merged = merge_cluster_objects(
+        config("config"), "ssm:demo", [overlay()], region="us-east-1", cluster_name="demo"
+    )
+    assert merged.config.node_overlays == () and merged.verdicts == ()

@@ -38,7 +38,12 @@ SUITES = (
     Suite(
         "validation",
         "validation",
-        ("validation_core_nodepool", "validation_aws_ec2nodeclass", "validation_misc"),
+        (
+            "validation_core_nodepool",
+            "validation_aws_ec2nodeclass",
+            "validation_misc",
+            "validation_core_nodeoverlay",
+        ),
     ),
     Suite("examples", "examples", ("examples",)),
     Suite("allocatable", "allocatable", ("allocatable_instancetype",)),

@@ -58,13 +58,20 @@ BASES: dict[str, dict[str, Any]] = {
             "securityGroupSelectorTerms": _DISCOVERY,
         },
     },
+    "nodeoverlay": {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": "overlay"},
+        "spec": {"requirements": [{"key": "karpenter.sh/capacity-type", "operator": "Exists"}]},
+    },
 }
-#: The companion document each target is loaded with (a pool needs its class and the other way round).
+#: The companion documents each target is loaded with (a pool needs its class and the other way round).
 _COMPANION = {
-    "nodepool": "nodeclass",
-    "nodeclass": "nodepool",
-    "nodepool_v1beta1": "nodeclass_v1beta1",
-    "nodeclass_v1beta1": "nodepool_v1beta1",
+    "nodepool": ("nodeclass",),
+    "nodeclass": ("nodepool",),
+    "nodepool_v1beta1": ("nodeclass_v1beta1",),
+    "nodeclass_v1beta1": ("nodepool_v1beta1",),
+    "nodeoverlay": ("nodepool", "nodeclass"),
 }
 
 
@@ -88,7 +95,8 @@ def render(target: str, changes: dict[str, Any]) -> str:
     document = copy.deepcopy(BASES[target])
     for path, value in changes.items():
         _set(document, path, value)
-    return yaml.dump_all([document, BASES[_COMPANION[target]]], Dumper=_NoAliases, sort_keys=False)
+    companions = [BASES[name] for name in _COMPANION[target]]
+    return yaml.dump_all([document, *companions], Dumper=_NoAliases, sort_keys=False)
 
 
 def accept(source: Source, it: str, changes: dict[str, Any], target: str = "nodepool", **marks: Any) -> Case:

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
-from longshore.core.model import Requirement, Taint
+from longshore.core.catalog import Catalog
+from longshore.core.model import NodePool, Requirement, Taint
+from longshore.core.overlays import pool_view, price_of
 from longshore.core.pods import LabelSelector, Pod
 from longshore.core.scheduling.inputs import SchedulingInput
 from longshore.core.scheduling.plan import Plan
@@ -104,7 +106,7 @@ def _nodes(inp: SchedulingInput, plan: Plan) -> list[_Node]:
     for claim in plan.new_claims:
         pool = pools[claim.nodepool]
         node_class = classes[pool.node_class]
-        instance_type = inp.catalog[claim.instance_type]
+        instance_type = pool_catalog(inp, pool)[claim.instance_type]
         kubelet = pool.effective_kubelet(node_class)
         room = dict(allocatable(instance_type, kubelet, node_class, inp.settings).items)
         labels = {
@@ -273,11 +275,14 @@ def check(inp: SchedulingInput, plan: Plan) -> list[str]:
                     f"pool {pool.name}: its claims' largest fallback types add up to {name} "
                     f"{worst[name]}, above its limit {limit}"
                 )
+    problems.extend(_dollar_limits(inp, plan))
     # each claim's priced offering exists and is available
     for claim in plan.new_claims:
         offers = [
             o
-            for o in inp.catalog[claim.instance_type].offerings
+            for o in pool_catalog(inp, next(p for p in inp.pools if p.name == claim.nodepool))[
+                claim.instance_type
+            ].offerings
             if o.zone == claim.zone and o.capacity_type == claim.capacity_type and o.available
         ]
         if not offers or abs(offers[0].price - claim.price_per_hour) > 1e-9:
@@ -288,4 +293,32 @@ def check(inp: SchedulingInput, plan: Plan) -> list[str]:
         if (claim.instance_type, claim.zone, claim.capacity_type) in inp.unavailable:
             problems.append(f"claim {claim.name} uses an unavailable offering")
     del placed_on
+    return problems
+
+
+def pool_catalog(inp: SchedulingInput, pool: NodePool) -> Catalog:
+    """The catalog with the pool's NodeOverlays applied (`core.overlays`, tested on its own)."""
+    node_class = next((c for c in inp.node_classes if c.name == pool.node_class), None)
+    return pool_view(inp.catalog, pool, node_class.ami_family if node_class else "AL2023")
+
+
+def _dollar_limits(inp: SchedulingInput, plan: Plan) -> list[str]:
+    """Pool and cluster dollar caps hold: live nodes of the pools at their price plus the new claims'."""
+    pools = {p.name: p for p in inp.pools}
+    spent: dict[str, float] = defaultdict(float)
+    for existing in (*inp.nodes, *inp.in_flight):
+        owner = existing.nodepool
+        if owner is not None and not existing.deleting:
+            view = pool_catalog(inp, pools[owner]) if owner in pools else inp.catalog
+            spent[owner] += price_of(view, dict(existing.labels))
+    for claim in plan.new_claims:
+        spent[claim.nodepool] += claim.price_per_hour
+    problems = [
+        f"pool {name}: {spent[name]:.4f} $/h exceeds its cost limit {p.max_cost_per_hour}"
+        for name, p in pools.items()
+        if p.max_cost_per_hour is not None and spent[name] > p.max_cost_per_hour + 1e-6
+    ]
+    cap = inp.settings.max_cost_per_hour
+    if cap is not None and sum(spent.values()) > cap + 1e-6:
+        problems.append(f"the cluster: {sum(spent.values()):.4f} $/h exceeds its cost limit {cap}")
     return problems

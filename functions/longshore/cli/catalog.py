@@ -7,12 +7,16 @@ the shapes and zone offerings are EC2's own answers shipped as package data (`lo
 `adapters.aws.instance_types.offline_catalog`) and prices come from the shipped table. For each pool, the pool's requirements (plus its template labels and `karpenter.sh/nodepool`) pick
 the compatible types, cheapest first; each is shown with its labels, its allocatable (capacity minus kube- and
 system-reserved and the eviction threshold, before DaemonSets; `core.allocatable`, using the pool's kubelet
-settings and node class) and every offering the pool's zone/capacity-type requirements allow.
+settings and node class) and every offering the pool's zone/capacity-type requirements allow. NodeOverlays
+apply as the engine applies them (`core.overlays.overlaid`, per pool): prices are the adjusted ones, types
+are ordered by them, overlay capacity shows in the allocatable, and an offering an overlay priced keeps its
+catalog price in `list_price` and is marked `*` in the table (the preview of an overlay's effect).
 
 JSON schema (stable; quantities are Kubernetes quantity strings, prices USD per hour):
     {"region": str, "aws": "offline" | "live", "prices": str,
      "nodepools": {POOL: [{"name", "labels": {k: v}, "allocatable": {resource: qty}, "capacity": {resource: qty},
-                           "offerings": [{"zone", "zone_id", "capacity_type", "price", "available"}]}]},
+                           "offerings": [{"zone", "zone_id", "capacity_type", "price", "list_price",
+                                          "adjusted", "available"}]}]},
      "reasons": {POOL: str}}   # only pools with no compatible type
 """
 
@@ -31,6 +35,7 @@ from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog, InstanceType
 from longshore.core.model import ClusterConfig, NodePool
+from longshore.core.overlays import pool_view
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
 
 PRICING_REGION = "us-east-1"
@@ -58,16 +63,19 @@ def describe_pool(
         requirements = pool_requirements(pool)
     except RequirementError as exc:
         return [], f"pool {pool.name}: {exc}"
-    catalog = catalog.for_family(cluster.node_class_of(pool).ami_family)  # a Windows class's own view
-    rows = [_row(it, requirements, cluster, pool) for it in catalog.compatible(requirements)]
+    family = cluster.node_class_of(pool).ami_family
+    listed = catalog.for_family(family)  # a Windows class's own view
+    catalog = pool_view(catalog, pool, family)  # with the pool's NodeOverlays, as the engine sees it
+    rows = [_row(it, requirements, cluster, pool, listed[it.name]) for it in catalog.compatible(requirements)]
     reason = None if rows else catalog.explain_none_compatible(requirements, subject=f"pool {pool.name}")
     return rows, reason
 
 
 def _row(
-    it: InstanceType, requirements: Requirements, cluster: ClusterConfig, pool: NodePool
+    it: InstanceType, requirements: Requirements, cluster: ClusterConfig, pool: NodePool, listed: InstanceType
 ) -> dict[str, Any]:
     node_class = cluster.node_class_of(pool)
+    list_prices = {(o.zone, o.capacity_type): o.price for o in listed.offerings}
     kubelet = pool.effective_kubelet(node_class)
     return {
         "name": it.name,
@@ -80,6 +88,8 @@ def _row(
                 "zone_id": o.zone_id,
                 "capacity_type": o.capacity_type,
                 "price": o.price,
+                "list_price": list_prices.get((o.zone, o.capacity_type), o.price),
+                "adjusted": o.price != list_prices.get((o.zone, o.capacity_type), o.price),
                 "available": o.available,
             }
             for o in it.compatible_offerings(requirements, available_only=False)
@@ -148,11 +158,16 @@ def _print_table(report: dict[str, Any], limit: int) -> None:
                 alloc.get("memory", "0"),
                 alloc.get("pods", "0"),
                 f"{best['zone']} {best['capacity_type']}",
-                f"{best['price']:.4f}",
+                f"{best['price']:.4f}" + ("*" if best.get("adjusted") else ""),
                 str(len(offers)),
             )
+        notes = []
+        if any(o.get("adjusted") for row in rows[:limit] for o in row["offerings"]):
+            notes.append("* priced by a NodeOverlay (list price in --json)")
         if len(rows) > limit:
-            table.caption = f"{len(rows) - limit} more (use --limit or --json)"
+            notes.append(f"{len(rows) - limit} more (use --limit or --json)")
+        if notes:
+            table.caption = "; ".join(notes)
         console.print(table)
 
 

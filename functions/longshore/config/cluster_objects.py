@@ -1,4 +1,5 @@
-"""NodePools and EC2NodeClasses from the cluster, merged with the deployed config by `spec.poolSource`.
+"""NodePools, EC2NodeClasses and NodeOverlays from the cluster, merged with the deployed config by
+`spec.poolSource`.
 
 Rules:
 - Sources (`Cluster.spec.poolSource`): `config` (the default, and what a config without a Cluster document
@@ -9,7 +10,8 @@ Rules:
   keeps its pools in the config makes no call for objects it does not use.
   The Cluster document itself (name, region, settings, interruption) always comes from the config.
 - Every cluster object is validated alone, with the same rules as `longshore validate` (it is loaded through
-  `load_cluster_text`), an EC2NodeClass first and then each NodePool against the classes that are valid. An
+  `load_cluster_text`), an EC2NodeClass first and then each NodePool against the classes that are valid; a
+  NodeOverlay needs nothing else. (Only pools and classes get a status written back: `services.karpenter_sync`.) An
   invalid object is not used; its `ObjectVerdict` carries the loader's message, which names the object
   (`nodepools.karpenter.sh/NAME`), the field and the value. A NodePool whose class is invalid or missing is
   invalid too ("nodeClassRef names ... which does not exist").
@@ -36,6 +38,7 @@ from longshore.core.model import ClusterConfig
 
 POOL_KINDS = ("NodePool", "Provisioner")
 CLASS_KINDS = ("EC2NodeClass", "AWSNodeTemplate")
+OVERLAY_KINDS = ("NodeOverlay",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ def merge_cluster_objects(
     documents = _documents(config_text)
     head = [d for d in documents if d.get("kind") == "Cluster"]
     config_docs = [d for d in documents if d.get("kind") != "Cluster"] if base.pool_source == "both" else []
-    cleaned = [_clean(o) for o in objects if o.get("kind") in POOL_KINDS + CLASS_KINDS]
+    cleaned = [_clean(o) for o in objects if o.get("kind") in POOL_KINDS + CLASS_KINDS + OVERLAY_KINDS]
 
     alone = [_with_pool_references(d, set()) for d in head]
 
@@ -115,11 +118,22 @@ def merge_cluster_objects(
         verdicts[_key(obj)] = _judge(lambda obj=obj: load([*classes.values(), obj], _ref(obj)), obj)
         if verdicts[_key(obj)].valid:
             pools[_key(obj)] = obj
+    overlays: dict[tuple[str, str], Mapping[str, Any]] = {
+        _key(d): d for d in config_docs if d.get("kind") in OVERLAY_KINDS
+    }
+    for obj in (o for o in cleaned if o.get("kind") in OVERLAY_KINDS):
+        verdicts[_key(obj)] = _judge(lambda obj=obj: load([obj], _ref(obj)), obj)
+        if verdicts[_key(obj)].valid:
+            overlays[_key(obj)] = obj
     shadowed = tuple(
         f"{kind}/{name}" for kind, name in (_key(d) for d in config_docs) if (kind, name) in verdicts
     )
     try:
-        merged = load([*classes.values(), *pools.values()], f"{source} + cluster objects", whole=True)
+        merged = load(
+            [*classes.values(), *pools.values(), *overlays.values()],
+            f"{source} + cluster objects",
+            whole=True,
+        )
     except ConfigErrors as errors:
         reason = f"not used: the merged configuration is invalid: {errors}"
         fallback = tuple(

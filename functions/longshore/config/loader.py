@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from longshore.config import normalise
+from longshore.config import normalise, overlays
 from longshore.config.errors import ConfigError, ErrorSink, suggestion
 from longshore.config.includes import resolve_includes
 from longshore.config.schema import KINDS, KNOWN_KINDS, KindSchema, api_versions_of
@@ -263,6 +263,11 @@ def _load(
     cluster_model = _validate_cluster(collected.cluster, sink)
     validated = [v for v in (_validate(document, sink) for document in collected.documents) if v is not None]
     pools, classes = _normalise(validated, sink)
+    node_overlays = overlays.overlays_of(
+        [(v.document, v.model, _origin(v.document)) for v in validated], sink
+    )
+    caps = overlays.cost_caps([(v.document, v.model) for v in validated if v.schema.role == "pool"], sink)
+    pools = overlays.attach(pools, node_overlays, caps)
     _relate(collected, validated, pools, classes, cluster_model, sink)
     sink.raise_if_any(collected.files)
 
@@ -293,6 +298,7 @@ def _load(
             interruption=normalise.interruption(spec.interruption),
             settings=normalise.settings(spec.settings),
             pool_source=spec.poolSource,
+            node_overlays=node_overlays,
         )
     return ClusterConfig(
         name=cluster_name,
@@ -300,6 +306,7 @@ def _load(
         kubernetes_version=kubernetes_version,
         node_pools=tuple(pools),
         node_classes=tuple(classes),
+        node_overlays=node_overlays,
     )
 
 
@@ -409,7 +416,7 @@ def _relate(
     class_docs: dict[str, Document] = {}
     for document in collected.documents:
         schema = KINDS.get((document.api_version, document.kind))
-        if schema is None or schema.role == "cluster" or not document.name:
+        if schema is None or schema.role not in ("pool", "class") or not document.name:
             continue
         seen = pool_docs if schema.role == "pool" else class_docs
         what = "pool" if schema.role == "pool" else "node class"

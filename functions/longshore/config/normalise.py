@@ -439,6 +439,7 @@ def settings(given: cluster.GlobalSettings) -> Settings:
         drift_enabled=given.driftEnabled,
         preference_policy=given.preferencePolicy,  # type: ignore[arg-type]  # checked by the schema
         min_values_policy=given.minValuesPolicy,  # type: ignore[arg-type]  # checked by the schema
+        max_cost_per_hour=given.maxCostPerHour,
     )
 
 

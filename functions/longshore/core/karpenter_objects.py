@@ -57,6 +57,7 @@ RESOURCE_OF_KIND = {
     "EC2NodeClass": "ec2nodeclasses.karpenter.k8s.aws",
     "Provisioner": "provisioners.karpenter.sh",
     "AWSNodeTemplate": "awsnodetemplates.karpenter.k8s.aws",
+    "NodeOverlay": "nodeoverlays.karpenter.sh",
 }
 
 

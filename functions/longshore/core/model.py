@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from longshore.core.resources import Limits
+from longshore.core.resources import EMPTY, Limits, Resources
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -211,6 +211,21 @@ class NodeClass:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeOverlay:
+    """A `karpenter.sh/v1alpha1` NodeOverlay: what the scheduling simulation assumes about the instance types
+    (and offerings) its requirements match. `price` (USD/h) and `price_adjustment` (`+10%`, `-15%`, `+0.5`,
+    `-0.25`) are exclusive; `capacity` adds extended resources. `core.overlays` applies them."""
+
+    name: str
+    origin: Origin
+    requirements: tuple[Requirement, ...] = ()
+    price: float | None = None
+    price_adjustment: str | None = None
+    capacity: Resources = EMPTY
+    weight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class NodePool:
     """A NodePool (or v1alpha5 Provisioner), normalised to v1 semantics."""
 
@@ -230,6 +245,10 @@ class NodePool:
     kubelet: KubeletConfig | None = None  # v1alpha5/v1beta1 kept it on the pool; v1 on the node class
     rebalance: RebalancePolicy = "ignore"
     replicas: int | None = None  # v1 static NodePool: a fixed node count instead of provisioning for pods
+    overlays: tuple[
+        NodeOverlay, ...
+    ] = ()  # the cluster's NodeOverlays, as the pool's instance types see them
+    max_cost_per_hour: float | None = None  # annotation longshore.io/max-cost-per-hour (USD/h), None = no cap
 
     def effective_kubelet(self, node_class: NodeClass) -> KubeletConfig:
         """The kubelet config that applies: the pool's (older dialects), else the node class's, else defaults."""
@@ -263,6 +282,7 @@ class Settings:
         "Respect"  # PREFERENCE_POLICY: honour preferred affinity
     )
     min_values_policy: Literal["Strict", "BestEffort"] = "Strict"  # MIN_VALUES_POLICY
+    max_cost_per_hour: float | None = None  # cluster-wide cap in USD/h on the nodes of every pool (Longshore)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +295,7 @@ class ClusterConfig:
     interruption: InterruptionSettings = field(default_factory=InterruptionSettings)
     settings: Settings = field(default_factory=Settings)
     pool_source: str = "config"  # or "cluster" | "both": where pools come from (`config.cluster_objects`)
+    node_overlays: tuple[NodeOverlay, ...] = ()  # also on every pool (`NodePool.overlays`)
 
     def pool(self, name: str) -> NodePool:
         for pool in self.node_pools:

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 from longshore.core.claims import NodeClaim
 from longshore.core.disruption.state import DisruptionInput
 
-Kind = Literal["NodePool", "EC2NodeClass", "NodeClaim"]
+Kind = Literal["NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay"]
 
 
 class KarpenterObjects(Protocol):

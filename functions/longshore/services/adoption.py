@@ -20,6 +20,7 @@ from longshore.core.claims import instance_id_of
 from longshore.core.disruption.drift import claim_hashes
 from longshore.core.karpenter_objects import MANAGED_BY
 from longshore.core.model import ClusterConfig
+from longshore.core.overlays import pool_view
 from longshore.ports.cloud import Instances, InstanceTags
 from longshore.ports.karpenter import KarpenterObjects
 from longshore.ports.store import ClaimStore
@@ -61,7 +62,8 @@ class Adopter:
 
         def price(pool: str, type_name: str, zone: str, capacity_type: str) -> float | None:
             chosen = self._config.pool(pool)
-            found = catalog.for_family(self._config.node_class_of(chosen).ami_family).get(type_name)
+            view = pool_view(catalog, chosen, self._config.node_class_of(chosen).ami_family)  # overlay prices
+            found = view.get(type_name)
             if found is None:
                 return None
             return next(

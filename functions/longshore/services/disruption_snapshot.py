@@ -36,6 +36,7 @@ from longshore.core.claims import NodeClaim, instance_id_of
 from longshore.core.disruption.state import DisruptionInput, ManagedNode, PdbView
 from longshore.core.drain import DISRUPTED_TAINT_KEY
 from longshore.core.model import ClusterConfig, NodeClass, Operator, Requirement
+from longshore.core.overlays import pool_view, price_of
 from longshore.core.pods import LabelSelector
 from longshore.core.scheduling import ExistingNode
 from longshore.ports.kube import Cluster, Manifest
@@ -101,7 +102,20 @@ def pdb_view(manifest: Manifest) -> PdbView | None:
     )
 
 
-def _price(claim: NodeClaim, labels: Mapping[str, str], catalog: Catalog) -> float:
+def _price(claim: NodeClaim, labels: Mapping[str, str], catalog: Catalog, config: ClusterConfig) -> float:
+    pool = next((p for p in config.node_pools if p.name == claim.nodepool), None)
+    if (
+        pool is not None and pool.overlays
+    ):  # what the overlays say it costs now, as the replacements are priced
+        node_class = next((c for c in config.node_classes if c.name == pool.node_class), None)
+        view = pool_view(catalog, pool, node_class.ami_family if node_class else "AL2023")
+        found = {
+            wk.INSTANCE_TYPE: claim.instance_type or labels.get(wk.INSTANCE_TYPE, ""),
+            wk.ZONE: claim.zone or labels.get(wk.ZONE, ""),
+            wk.CAPACITY_TYPE: claim.capacity_type or labels.get(wk.CAPACITY_TYPE, ""),
+        }
+        if found[wk.INSTANCE_TYPE] in view:
+            return price_of(view, found)
     if claim.price is not None:
         return claim.price
     instance_type = catalog.get(claim.instance_type or labels.get(wk.INSTANCE_TYPE, ""))
@@ -205,7 +219,7 @@ def take_snapshot(
                 instance_type=claim.instance_type or labels.get(wk.INSTANCE_TYPE, ""),
                 zone=claim.zone or labels.get(wk.ZONE, ""),
                 capacity_type=claim.capacity_type or labels.get(wk.CAPACITY_TYPE, ""),
-                price=_price(claim, labels, catalog),
+                price=_price(claim, labels, catalog, config),
                 created_at=claim.launched_at or claim.created_at,
                 claim_id=claim.id,
                 initialized_at=initialized_at,

@@ -35,6 +35,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig, Taint
+from longshore.core.overlays import pool_view
 from longshore.core.pod_manifest import PodManifestError, pod_from_manifest
 from longshore.core.pods import Pod
 from longshore.core.quantity import QuantityError
@@ -305,7 +306,8 @@ def claim_as_node(claim: NodeClaim, catalog: Catalog, config: ClusterConfig) -> 
         node_class = config.node_class_of(pool)
     except KeyError:
         return None
-    instance_type = catalog.for_family(node_class.ami_family).get(type_name) if type_name else None
+    view = pool_view(catalog, pool, node_class.ami_family)  # with the pool's NodeOverlays (e.g. hugepages)
+    instance_type = view.get(type_name) if type_name else None
     if instance_type is None:
         return None
     kubelet = pool.effective_kubelet(node_class)

@@ -165,7 +165,8 @@ class Runtime:
 
     @cached_property
     def cluster_objects(self) -> tuple[dict[str, Any], ...]:
-        """The EC2NodeClasses and NodePools in the cluster (none when the config reads pools from itself only)."""
+        """The EC2NodeClasses, NodePools and NodeOverlays in the cluster (none when the config reads pools from
+        itself only)."""
         if self._cluster_objects is not None:
             return self._cluster_objects
         return self._read_cluster_objects()
@@ -179,7 +180,11 @@ class Runtime:
         from longshore.adapters.kube.karpenter import KubeKarpenterObjects
 
         objects = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep)
-        return (*objects.list_objects("EC2NodeClass"), *objects.list_objects("NodePool"))
+        return (
+            *objects.list_objects("EC2NodeClass"),
+            *objects.list_objects("NodePool"),
+            *objects.list_objects("NodeOverlay"),
+        )
 
     @property
     def config_source(self) -> str:

@@ -23,6 +23,11 @@ ROUTES: Final[dict[str, tuple[str, str, str]]] = {
     "NodePool": ("karpenter.sh", "v1", "nodepools"),
     "NodeClaim": ("karpenter.sh", "v1", "nodeclaims"),
     "EC2NodeClass": ("karpenter.k8s.aws", "v1", "ec2nodeclasses"),
+    "NodeOverlay": (
+        "karpenter.sh",
+        "v1alpha1",
+        "nodeoverlays",
+    ),  # read only; absent (404) where not installed
 }
 PERMISSIONS: Final[dict[str, frozenset[tuple[str, str, str]]]] = {
     # method -> the RBAC permissions (api group, resource, verb) it needs; deploy/clusterrole.yaml grants each
@@ -31,6 +36,7 @@ PERMISSIONS: Final[dict[str, frozenset[tuple[str, str, str]]]] = {
         {
             ("karpenter.sh", "nodepools", "list"),
             ("karpenter.sh", "nodeclaims", "list"),
+            ("karpenter.sh", "nodeoverlays", "list"),
             ("karpenter.k8s.aws", "ec2nodeclasses", "list"),
         }
     ),

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from longshore.config.schema.cluster import CLUSTER_API_VERSION, Cluster
 from longshore.config.schema.nodeclass import EC2NodeClassV1, EC2NodeClassV1beta1
+from longshore.config.schema.overlay import OVERLAY_API_VERSION, NodeOverlay
 from longshore.config.schema.v1 import NodePoolV1, NodePoolV1beta1
 from longshore.config.schema.v1alpha5 import AWSNodeTemplate, Provisioner
 
@@ -22,7 +23,7 @@ from longshore.config.schema.v1alpha5 import AWSNodeTemplate, Provisioner
 class KindSchema:
     model: type[BaseModel]
     dialect: str  # "v1alpha5" | "v1beta1" | "v1"
-    role: str  # "pool" | "class" | "cluster"
+    role: str  # "pool" | "class" | "cluster" | "overlay"
 
 
 KINDS: dict[tuple[str, str], KindSchema] = {
@@ -33,6 +34,7 @@ KINDS: dict[tuple[str, str], KindSchema] = {
     ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): KindSchema(EC2NodeClassV1beta1, "v1beta1", "class"),
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): KindSchema(EC2NodeClassV1, "v1", "class"),
     (CLUSTER_API_VERSION, "Cluster"): KindSchema(Cluster, "v1", "cluster"),
+    (OVERLAY_API_VERSION, "NodeOverlay"): KindSchema(NodeOverlay, "v1", "overlay"),
 }
 
 KNOWN_KINDS = tuple(sorted({kind for _, kind in KINDS}))

@@ -94,6 +94,7 @@ class GlobalSettings(StrictModel):
     driftEnabled: bool = True
     preferencePolicy: str = "Respect"
     minValuesPolicy: str = "Strict"
+    maxCostPerHour: float | None = None  # Longshore: cluster-wide dollar limit (USD/h) on every pool's nodes
 
     @field_validator("preferencePolicy")
     @classmethod
@@ -114,6 +115,13 @@ class GlobalSettings(StrictModel):
     def _overhead(cls, value: float) -> float:
         if not 0 <= value < 1:
             raise ValueError(f"vmMemoryOverheadPercent is a fraction (0.075 means 7.5%), got {value}")
+        return value
+
+    @field_validator("maxCostPerHour")
+    @classmethod
+    def _cost(cls, value: float | None) -> float | None:
+        if value is not None and not 0 <= value < float("inf"):
+            raise ValueError(f"maxCostPerHour is USD per hour and must not be negative, got {value}")
         return value
 
     @field_validator("reservedENIs")

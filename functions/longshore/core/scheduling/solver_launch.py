@@ -7,6 +7,8 @@ from longshore.core.pods import PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
 from longshore.core.requirements import KeyRequirement, Requirements
 from longshore.core.resources import Resources
+from longshore.core.scheduling.cost_limits import COST_LIMITS, cost_limits, spend, type_cost
+from longshore.core.scheduling.cost_limits import reason as cost_reason
 from longshore.core.scheduling.packer import BinType, Item, Offer, PackResult, pack
 from longshore.core.scheduling.solver_claims import (
     LimitedFallbacks,
@@ -67,6 +69,7 @@ def _pack_pool(solver: SolverState, template: NodeTemplate, units: list[Unit]) -
     items = _pool_items(solver, template, units, dims, offers, offer_option)
     items = _hostname_constraints(solver, units, items, label_conflicts)
     result = pack(items, types, offers, limit_room)
+    spend(solver, limit_names, result.limit_room)
     _take_result(solver, template, units, items, offers, rooms, types, limit_names, limit_room, result)
     for unit, requirements in zip(units, original, strict=True):  # the next pool pins afresh
         unit.requirements = requirements
@@ -135,16 +138,22 @@ def _pool_bins(
     limit_names = list(limits.names())
     # a limit of 0 is a limit (a frozen pool launches nothing): None only when the pool has no limits at all
     limit_room = list(limits.room(solver.inp.usage_of(template.name))) if limits else None
+    cost_names, cost_room = cost_limits(solver, template)  # dollar limits: more dimensions, in µ$/h
+    if cost_names:
+        limit_room = [*(limit_room or ()), *cost_room]
     rooms = [tuple(max(0, option.room.get(d)) for d in dims) for option in options]
     types = [  # a type minValues rules out takes nothing (it can still be a fallback of bigger claims)
         BinType(
             option.name,
             rooms[index] if index not in narrow else tuple(0 for _ in dims),
-            tuple((option.capacity + Resources.of({"nodes": 1})).get(n) for n in limit_names),
+            (
+                *((option.capacity + Resources.of({"nodes": 1})).get(n) for n in limit_names),
+                *(type_cost(option) for _ in cost_names),
+            ),
         )
         for index, option in enumerate(options)
     ]
-    return limit_names, limit_room, rooms, types
+    return [*limit_names, *cost_names], limit_room, rooms, types
 
 
 def _pool_items(
@@ -356,6 +365,8 @@ def _leftover_reason(
         ]
         for position, resource in enumerate(names):
             smallest = min((t.limit_usage[position] for t in fitting), default=0)
+            if room[position] < smallest and resource in COST_LIMITS:
+                return cost_reason(solver, template, resource)
             if room[position] < smallest:
                 limit = template.pool.limits.amount(resource)
                 return f"{name}: {resource} limit {format_quantity(resource, limit)} reached"

@@ -161,6 +161,7 @@ class SolverState:
         self.claim_counter: dict[str, int] = {}
         self.dims: list[str] = list(PACK_DIMS)
         self.offers_of: list[list[int]] = []
+        self.cluster_cost_left: int | None = None  # µ$/h the cluster's dollar limit leaves (`cost_limits`)
         self.offer_order: list[int] = []
         self.type_order_cache: dict[int, tuple[list[int], dict[int, list[int]]]] = {}
         self.fallback_cache: dict[tuple[int, tuple[int, ...], int], tuple[OfferingOption, ...]] = {}

@@ -21,6 +21,7 @@ from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType, Offering
 from longshore.core.model import NodeClass, NodePool, Origin, Settings, Taint
+from longshore.core.overlays import overlaid
 from longshore.core.pods import HostPort, Pod
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
 from longshore.core.resources import EMPTY, Resources
@@ -118,6 +119,9 @@ def build_template(
     ]
     options: list[TypeOption] = []
     catalog = catalog.for_family(node_class.ami_family)  # Windows classes see their own view of each type
+    catalog = overlaid(
+        catalog, pool.overlays, tuple(sorted(labels.items()))
+    )  # NodeOverlays (prices, capacity)
     for instance_type, offerings in _compatible(catalog, requirements):
         type_reqs = instance_type.requirements()
         overhead = EMPTY

@@ -87,6 +87,7 @@ def test_reasons_cover_the_contract() -> None:
         "rebalance",
         "manual",
         "deleted",
+        "unhealthy",
     } == REASONS
 
 

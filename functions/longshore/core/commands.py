@@ -42,6 +42,7 @@ class DisruptionReason(StrEnum):
     DELETED = (
         "deleted"  # the Node was deleted (`kubectl delete node`): drain, terminate, release the finalizer
     )
+    UNHEALTHY = "unhealthy"  # node auto-repair: a bad condition or EC2 status check outlasted its toleration
 
 
 REASONS: Final = frozenset(DisruptionReason)

@@ -2,7 +2,9 @@
 
 Theory of operation. One pass looks at a `DisruptionInput` snapshot and returns a `DisruptionPlan`:
 commands to carry out (`Decision`) and, for every managed node left alone, a sentence saying why and the
-kind of reason it is (`PassedOver`, `PassedOverKind`; all in `decisions.py`). The methods run in this order, sharing the pools' budgets within the pass:
+kind of reason it is (`PassedOver`, `PassedOverKind`; all in `decisions.py`). Node auto-repair comes first
+(`repair.py`: forceful, unbudgeted, held off when over 20 % of a pool is unhealthy); then the methods run in
+this order, sharing the pools' budgets within the pass:
 
 1. **Expiry** (`expireAfter` / `ttlSecondsUntilExpired`). Pools written as v1 expire forcefully: no budget,
    no pod guard at decision time (the drain still honours PDBs until the termination grace period). Pools
@@ -41,7 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from longshore.core.commands import DisruptionReason
-from longshore.core.disruption import budgets
+from longshore.core.disruption import budgets, repair
 from longshore.core.disruption.decisions import Decision, DisruptionPlan, PassedOver, PassedOverKind
 from longshore.core.disruption.drift import drift_reason
 from longshore.core.disruption.guards import disruption_cost, graceful_blocker, node_blocker
@@ -397,9 +399,8 @@ class _Pass:
         prefix = candidates[:MULTI_NODE_MAX_CANDIDATES]
         best: Decision | None = None
         low, high = 2, len(prefix)
-        if (
-            high >= low
-        ):  # the whole prefix first: in a cluster after a scale-down it usually holds (one solve)
+        # The whole prefix first: in a cluster after a scale-down it usually holds (one solve).
+        if high >= low:
             whole = self.evaluate(prefix)
             if isinstance(whole, Decision):
                 best, low = whole, high + 1
@@ -428,7 +429,8 @@ class _Pass:
         return [self.decide(best)]
 
     def run(self) -> DisruptionPlan:
-        decisions = self.expiry()
+        decisions, repair_blocked = repair.repairs(self, _replacements)  # node auto-repair (repair.py)
+        decisions += self.expiry()
         decisions += self.emptiness()
         decisions += self.drift()
         if not decisions:
@@ -443,7 +445,7 @@ class _Pass:
             PassedOver(name, why, kind, self.retry_at.get(name))
             for name, (why, kind) in sorted(self.passed.items())
         )
-        return DisruptionPlan(tuple(decisions), passed)
+        return DisruptionPlan(tuple(decisions), passed, tuple(repair_blocked))
 
 
 def _replacements(plan: Plan, removed: Sequence[ManagedNode]) -> tuple[ClaimPlan, ...]:

@@ -606,14 +606,14 @@ class ScenarioRunner:
                 world.cluster.store.delete("nodes", name)
             note = f"t={step.at:g}s: kubectl delete node {' '.join(names)}"
         elif step.node_health is not None:
-            spec = step.node_health
+            health = step.node_health
             names = [
                 str(metadata(n).get("name"))
-                for n in self._choose_nodes(spec.nodes, spec.selector, "nodeHealth")
+                for n in self._choose_nodes(health.nodes, health.selector, "nodeHealth")
             ]
             for name in names:
-                set_condition(world.cluster.store, name, spec.condition, spec.status, world.clock.now())
-            note = f"t={step.at:g}s: {spec.condition}={spec.status} on {' '.join(names)}"
+                set_condition(world.cluster.store, name, health.condition, health.status, world.clock.now())
+            note = f"t={step.at:g}s: {health.condition}={health.status} on {' '.join(names)}"
         elif step.api_faults is not None:
             spec = step.api_faults
             fault = world.cluster.emulator.faults.add(

@@ -88,6 +88,7 @@ def test_reasons_cover_the_contract() -> None:
         "manual",
         "deleted",
         "unhealthy",
+        "static-scale-down",
     } == REASONS
 
 

@@ -36,6 +36,7 @@ EC2_READ_ACTIONS = (
     "ec2:DescribeAvailabilityZones",
     "ec2:DescribeImages",
     "ec2:DescribeInstanceTypeOfferings",
+    "ec2:DescribeInstanceStatus",
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeInstances",
     "ec2:DescribeLaunchTemplates",

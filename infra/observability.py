@@ -201,6 +201,12 @@ class Observability(Construct):
                     service, telemetry.ORPHANS_MASS_DETECTED, "MAX", FIVE_MINUTES, "mass orphans detected"
                 ),
             ),
+            (
+                "NodeRepairBlocked",
+                "Node auto-repair is held off: more than 20 % of a NodePool's nodes are unhealthy (the Events "
+                "NodeRepairBlocked name the nodes). Look for a common cause (AMI, subnet, AZ) before replacing.",
+                insights(service, telemetry.NODE_REPAIR_BLOCKED, "MAX", FIVE_MINUTES, "repair held off"),
+            ),
         ):
             alarms.append(
                 cloudwatch.Alarm(

@@ -61,8 +61,16 @@ FUNCTION_ACTIONS: Final[Mapping[str, frozenset[str]]] = {
     "provisioner": frozenset(
         (*_TABLE, *_EC2_LAUNCH, *_CLUSTER, "states:DescribeExecution", "states:StartExecution")
     ),
+    # DescribeInstanceStatus: node auto-repair reads the EC2 status checks.
     "planner": frozenset(
-        (*_TABLE, *_EC2_LAUNCH, *_CLUSTER, "states:DescribeExecution", "states:StartExecution")
+        (
+            *_TABLE,
+            *_EC2_LAUNCH,
+            *_CLUSTER,
+            "ec2:DescribeInstanceStatus",
+            "states:DescribeExecution",
+            "states:StartExecution",
+        )
     ),
     "interruption": frozenset(
         (

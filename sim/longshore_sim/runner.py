@@ -75,6 +75,7 @@ from longshore.services.provisioner import LEASE_NAME, PassResult, ProvisionerSe
 from longshore.services.snapshot import daemonset_pods, unschedulable_condition
 from longshore_sim.aws import SimulatedCrash
 from longshore_sim.checker import RuleChecker, is_daemon_pod, is_running, node_of, pod_key
+from longshore_sim.cluster.health import set_condition
 from longshore_sim.kubeapi.meta import labels_of, metadata
 from longshore_sim.lp_bound import BoundReport, lower_bounds
 from longshore_sim.report import Observations, Sample, plot, summarise, write_summary
@@ -604,6 +605,15 @@ class ScenarioRunner:
             for name in names:
                 world.cluster.store.delete("nodes", name)
             note = f"t={step.at:g}s: kubectl delete node {' '.join(names)}"
+        elif step.node_health is not None:
+            health = step.node_health
+            names = [
+                str(metadata(n).get("name"))
+                for n in self._choose_nodes(health.nodes, health.selector, "nodeHealth")
+            ]
+            for name in names:
+                set_condition(world.cluster.store, name, health.condition, health.status, world.clock.now())
+            note = f"t={step.at:g}s: {health.condition}={health.status} on {' '.join(names)}"
         elif step.api_faults is not None:
             spec = step.api_faults
             fault = world.cluster.emulator.faults.add(

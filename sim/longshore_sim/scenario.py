@@ -124,6 +124,17 @@ class DeleteNode(_Strict):
     selector: dict[str, str] = Field(default_factory=dict)
 
 
+class NodeHealth(_Strict):
+    """Nodes turn unhealthy: by default the kubelet stops reporting (`Ready=Unknown`, with the node lifecycle
+    controller's NoSchedule taint); or an agent reports `condition=status` (`AcceleratedHardwareReady=False`...).
+    The condition's `lastTransitionTime` is the step's time (`cluster/health.py`)."""
+
+    nodes: int | list[str] = 1
+    selector: dict[str, str] = Field(default_factory=dict)
+    condition: str = Field("Ready", min_length=1)
+    status: Literal["True", "False", "Unknown"] = "Unknown"
+
+
 class ApiFaults(_Strict):
     """The Kubernetes API answers `status` (500, 503, 429...) to matching requests for `duration`."""
 
@@ -163,6 +174,7 @@ ACTIONS = (
     "rotate",
     "ami",
     "delete_node",
+    "node_health",
     "api_faults",
     "cold_start",
     "dynamo_throttle",
@@ -186,6 +198,7 @@ class Step(_Strict):
     rotate: Rotate | None = None
     ami: Ami | None = None
     delete_node: DeleteNode | None = Field(None, alias="deleteNode")
+    node_health: NodeHealth | None = Field(None, alias="nodeHealth")
     api_faults: ApiFaults | None = Field(None, alias="apiFaults")
     cold_start: ColdStart | None = Field(None, alias="coldStart")
     dynamo_throttle: DynamoThrottle | None = Field(None, alias="dynamoThrottle")

@@ -146,8 +146,8 @@ def test_queries_filter_on_the_service_name_the_functions_publish_under(synthesi
     assert queried == services == {"longshore-demo"}
 
 
-ALARMS = 13  # DLQ, pending > 10 min, 5 function errors, trigger throttles, malformed, unknown-kind,
-# mass orphans, and one per state machine
+ALARMS = 14  # DLQ, pending > 10 min, 5 function errors, trigger throttles, malformed, unknown-kind,
+# mass orphans, node repair held off, and one per state machine
 
 
 def test_the_alarms_fire_above_zero(synthesis: Synthesis) -> None:
@@ -181,6 +181,7 @@ def test_the_alarms_fire_above_zero(synthesis: Synthesis) -> None:
         ("SUM", telemetry.MESSAGES_MALFORMED, None, None),
         ("SUM", telemetry.MESSAGES_IGNORED, telemetry.DIM_REASON, "unknown-kind"),
         ("MAX", telemetry.ORPHANS_MASS_DETECTED, None, None),
+        ("MAX", telemetry.NODE_REPAIR_BLOCKED, None, None),
     }
     workflows = [a for a in alarms if "ExecutionsFailed" in json.dumps(a)]
     assert len(workflows) == 2

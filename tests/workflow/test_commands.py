@@ -87,6 +87,8 @@ def test_reasons_cover_the_contract() -> None:
         "rebalance",
         "manual",
         "deleted",
+        "unhealthy",
+        "static-scale-down",
     } == REASONS
 
 

@@ -42,6 +42,8 @@ class DisruptionReason(StrEnum):
     DELETED = (
         "deleted"  # the Node was deleted (`kubectl delete node`): drain, terminate, release the finalizer
     )
+    UNHEALTHY = "unhealthy"  # node auto-repair: a bad condition or EC2 status check outlasted its toleration
+    STATIC_SCALE_DOWN = "static-scale-down"  # a static NodePool holds more nodes than its `replicas`
 
 
 REASONS: Final = frozenset(DisruptionReason)

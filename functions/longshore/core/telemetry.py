@@ -39,6 +39,9 @@ NODES_DISRUPTED = "NodesDisrupted"  # dims: Reason
 DRAIN_DURATION_S = "DrainDurationSeconds"
 EVICTIONS_BLOCKED_BY_PDB = "EvictionsBlockedByPDB"
 SAVINGS_PER_HOUR = "ConsolidationSavingsPerHour"
+NODE_REPAIR_BLOCKED = (
+    "NodeRepairBlocked"  # dims: NodePool; unhealthy nodes of a pool too sick to repair (alarmed)
+)
 REPLACEMENTS_LAUNCHED = "ReplacementsLaunched"  # dims: Reason (the disruption's reason)
 REPLACEMENTS_UNAVAILABLE = "ReplacementsUnavailable"  # dims: Reason (the disruption's reason)
 

@@ -9,7 +9,7 @@ All speak core types only; the EC2 implementations live in `adapters.aws`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from longshore.core.claims import (
@@ -20,6 +20,7 @@ from longshore.core.claims import (
     LaunchResult,
     NodeClaim,
 )
+from longshore.core.disruption.state import InstanceStatus
 from longshore.core.model import NodeClass, NodePool
 
 
@@ -90,4 +91,11 @@ class Instances(Protocol):
 
     def find_by_claim(self, claim_id: str) -> CloudInstance | None:
         """The live instance tagged with this claim id, if any."""
+        ...
+
+
+class InstanceStatuses(Protocol):
+    def statuses(self, instance_ids: Iterable[str]) -> Mapping[str, InstanceStatus]:
+        """EC2's status checks and scheduled events of the running instances among `instance_ids`; ids without a
+        status (unknown, not running, or the call failed) are left out, so they look healthy."""
         ...

@@ -21,13 +21,10 @@ against ports only:
    decision before anything is touched.
 5. *Explain*: every decision is logged with its reason and $/h saved, every node passed over with its
    reason (debug), and the same reasons are posted as Events on the nodes (`disruption_events`).
-6. *Measure*: `DisruptionDecisions{Reason}` per decision acted on, `ConsolidationSavingsPerHour{Reason}`.
-   (Nodes disrupted, drain duration and PDB-blocked evictions are counted by the workflow steps, where they
-   happen; the pools' cost per hour by the provisioner, which owns the claims.)
+6. *Measure*: `DisruptionDecisions{Reason}` per decision acted on, `ConsolidationSavingsPerHour{Reason}`,
+   `NodeRepairBlocked{NodePool}` (the workflow steps count what they do, the provisioner the pools' cost).
 
-An invocation's loop of passes is `disruption_invocation.run_invocation`. (`event_reason_for`, `PASS_INTERVAL_S`,
-`next_pass_at`, `REPLACEMENT_TIMEOUT_S` and `STARTED_TTL_S` are also importable from here, where the
-simulation imports them.)
+An invocation's loop of passes is `disruption_invocation.run_invocation` (some of its names are re-exported here).
 
 What the service remembers between passes (pending decision, started nodes, launched replacements, pod
 events) lives in memory: the Lambda loops passes every 10 s for most of its timeout, so a pending decision
@@ -59,7 +56,7 @@ from longshore.core.disruption.state import DisruptionInput, ManagedNode
 from longshore.core.drain import DISRUPTED_TAINT_KEY
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import Launcher
+from longshore.ports.cloud import InstanceStatuses, Launcher
 from longshore.ports.karpenter import ClaimConditions
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
@@ -168,9 +165,8 @@ class PlannerPorts:
     metrics: MetricsSink
     images: ImageResolver | None = None
     lease: Lease | None = None  # with an owner in `run_invocation`: one invocation decides at a time
-    conditions: ClaimConditions | None = (
-        None  # NodeClaim conditions after each pass (services.claim_conditions)
-    )
+    conditions: ClaimConditions | None = None  # NodeClaim conditions after each pass (claim_conditions)
+    instance_statuses: InstanceStatuses | None = None  # EC2 status checks, for node auto-repair
 
 
 class DisruptionService:
@@ -212,6 +208,7 @@ class DisruptionService:
             pod_events=self.pod_events,
             started=self.started,
             replacements=self.replacement_claims,
+            instance_statuses=self.ports.instance_statuses,
         )
         self._forget(current, now)
         return current
@@ -256,9 +253,10 @@ class DisruptionService:
                     )
                 continue
             acted.append(self._act(decision, current, now))
-        if (
-            self.ports.conditions is not None
-        ):  # Drifted, Consolidatable, Disrupting (core.disruption.conditions)
+        for held in plan.repair_blocked:  # repair held off: over 20 % of the pool unhealthy (alarmed)
+            dims = {telemetry.DIM_NODEPOOL: held.pool}
+            self.ports.metrics.emit(telemetry.NODE_REPAIR_BLOCKED, float(held.unhealthy), "Count", dims)
+        if self.ports.conditions is not None:  # Drifted, Consolidatable, Disrupting (core.disruption)
             self.ports.conditions.publish(current.claims, inp, {n: s.reason for n, s in self.started.items()})
         events = self._explain(plan, dropped, current, now)
         return PassReport(now, plan, tuple(acted), self.pending, tuple(dropped), events)
@@ -389,6 +387,9 @@ class DisruptionService:
             command = self._command(node, decision.reason, now, replace_first=replacement is not None)
             if decided_at is not None:  # the decision's time names the execution: a restart finds the same
                 command = replace(command, requested_at=decided_at)
+            if decision.deadline is not None:  # e.g. a repair ahead of a scheduled EC2 event
+                deadline = min(decision.deadline, command.deadline_epoch or decision.deadline)
+                command = replace(command, deadline_epoch=deadline)
             if replacement is None:
                 result = self.ports.workflow.start(command)
             else:

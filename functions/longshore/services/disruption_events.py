@@ -5,7 +5,8 @@ Rules:
 - A node passed over is explained with an Event whose reason is `Unconsolidatable` (consolidation finds no
   better placement for it) or `DisruptionBlocked` (something forbids disrupting it now: a PDB, a budget,
   `do-not-disrupt`, a drifted or expired node whose pods would have nowhere to go...), as the planner's
-  `PassedOverKind` says, never the wording of its message. Reasons that only say "not yet" (`TRANSIENT`) are
+  `PassedOverKind` says, never the wording of its message; an unhealthy node that repair holds off (over 20 % of
+  its pool unhealthy) gets a `NodeRepairBlocked` Warning, as Karpenter posts it. Reasons that only say "not yet" (`TRANSIENT`) are
   not posted: they change every pass.
 - A consolidation dropped on re-validation is `Unconsolidatable`; a node with an unreadable pod is a
   `DisruptionBlocked` Warning; a node whose disruption started gets `Disrupting`; a decision abandoned because
@@ -28,6 +29,7 @@ _EVENT_REASON: Final = {
     PassedOverKind.TRANSIENT: None,
     PassedOverKind.UNCONSOLIDATABLE: "Unconsolidatable",
     PassedOverKind.BLOCKED: "DisruptionBlocked",
+    PassedOverKind.REPAIR_BLOCKED: "NodeRepairBlocked",  # Karpenter's Event reason (node health controller)
 }
 _NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 
@@ -87,7 +89,10 @@ class NodeEvents:
         for skipped in plan.passed_over:
             reason = event_reason_for(skipped)
             if reason is not None:
-                posted += self.post(node_manifests, skipped.node, reason, skipped.reason, now)
+                warning = skipped.kind is PassedOverKind.REPAIR_BLOCKED
+                posted += self.post(
+                    node_manifests, skipped.node, reason, skipped.reason, now, warning=warning
+                )
         for decision, why in dropped:
             for node in decision.node_names:
                 posted += self.post(

@@ -39,6 +39,7 @@ from longshore.core.model import ClusterConfig, NodeClass, Operator, Requirement
 from longshore.core.overlays import pool_view, price_of
 from longshore.core.pods import LabelSelector
 from longshore.core.scheduling import ExistingNode
+from longshore.ports.cloud import InstanceStatuses
 from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.store import ClaimStore, OfferingAvailability
 from longshore.services import snapshot as snap
@@ -139,11 +140,13 @@ def take_snapshot(
     pod_events: PodEventTracker | None = None,
     started: Iterable[str] = (),
     replacements: Iterable[str] = (),
+    instance_statuses: InstanceStatuses | None = None,
 ) -> Snapshot:
     """Read the cluster once and build the planner's input (see the module docstring).
 
     `started`: nodes this caller started a disruption for; `replacements`: claim ids it launched as
-    replacements (their nodes count as nominated).
+    replacements (their nodes count as nominated); `instance_statuses`: EC2's status checks, for node
+    auto-repair (without it, repair reads the Node conditions only).
     """
     node_manifests = {
         _name(n)[1]: n for n in cluster.list_nodes()
@@ -187,6 +190,11 @@ def take_snapshot(
             started_set.update(surge.replaces)
             replacement_ids.add(surge.id)
     tracker = pod_events if pod_events is not None else PodEventTracker()
+    statuses = (
+        instance_statuses.statuses(sorted(i for i in by_instance if i))
+        if instance_statuses is not None
+        else {}
+    )
 
     managed: list[ManagedNode] = []
     unmanaged: list[ExistingNode] = []
@@ -231,6 +239,8 @@ def take_snapshot(
                 nodepool_hash=claim.nodepool_hash or annotations.get(NODEPOOL_HASH_ANNOTATION),
                 nodeclass_hash=claim.nodeclass_hash or annotations.get(NODECLASS_HASH_ANNOTATION),
                 image_id=claim.image_id,
+                conditions=snap.node_conditions(manifest),
+                instance_status=statuses.get(claim.instance_id or ""),
             )
         )
     tracker.forget_except(n.name for n in managed)

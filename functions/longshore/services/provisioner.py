@@ -7,7 +7,8 @@ clock and a metrics sink):
 1. *Lease.* Take (or renew) the `provisioner` lease in the store. A run that cannot does nothing this pass,
    so two runs (a retried Lambda, an overlapping schedule) never plan and launch at once.
 2. *Lifecycle.* Registration, initialization, launch and registration timeouts, adoption after a crash and
-   orphan collection (`services.lifecycle`), so capacity that timed out is forgotten before planning.
+   orphan collection (`services.lifecycle`), so capacity that timed out is forgotten before planning. Then
+   static NodePools are brought to their `replicas` (`services.static_pools`); pods never launch for them.
 3. *Batch.* Look for provisionable pods (`services.snapshot.provisionable`: Unschedulable, not DaemonSet,
    mirror or nominated) and wait, on the injected clock, until they stop arriving (1 s idle) or 10 s pass.
 4. *Snapshot.* Nodes first, then pods, so capacity is never over-estimated; claims from the store (those
@@ -54,6 +55,7 @@ from longshore.services.batching import collect_batch
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
 from longshore.services.provisioner_events import PodEvents
+from longshore.services.static_pools import StaticOutcome, StaticPools
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +180,9 @@ class ProvisionerService:
             workflow=workflow,
         )
         self._events = PodEvents(cluster, clock, self.settings)
+        self.static = StaticOutcome()  # what the last pass did for static pools
+        # Static NodePools: exactly `replicas` nodes (services.static_pools).
+        self._static = StaticPools(config, cluster, launcher, offerings, catalog, metrics, workflow)
         self._holding = False
         self._cloud_checked_at: float | None = None
         self.lease_taken_at: float | None = None  # when this run last took or renewed the lease
@@ -208,6 +213,7 @@ class ProvisionerService:
             log.info("another provisioner run holds the lease; waiting", extra={"owner": self.owner})
             return PassResult("lease-held", started)
         lifecycle = self._reconcile_lifecycle()
+        self.static = self._static.reconcile(lifecycle.claims, self._clock.now())
         unbound = self._cluster.list_pending_pods()
         first = [m for m in unbound if snapshot.provisionable_manifest(m)]
         now = self._clock.now()

@@ -33,6 +33,7 @@ from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
+from longshore.core.disruption.state import NodeCondition
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig, Taint
 from longshore.core.overlays import pool_view
@@ -220,6 +221,19 @@ def node_ready(node: Manifest) -> bool:
         isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
         for c in conditions or ()
     )
+
+
+def node_conditions(node: Manifest) -> tuple[NodeCondition, ...]:
+    """The node's well-formed status conditions, each with its last transition time (epoch seconds)."""
+    status = node.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    found: list[NodeCondition] = []
+    for c in conditions or ():
+        if isinstance(c, Mapping) and c.get("type") and c.get("status"):
+            since = parse_timestamp(c.get("lastTransitionTime"))
+            if since is not None:
+                found.append(NodeCondition(str(c["type"]), str(c["status"]), since))
+    return tuple(found)
 
 
 def provider_id_of(node: Manifest) -> str:

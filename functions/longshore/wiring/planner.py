@@ -5,7 +5,7 @@ claim table, the EKS API through the kubernetes client, the disruption state mac
 disruption whose replacement the planner already launched carries that claim, which the workflow's
 LaunchReplacement step adopts instead of launching another), the claim launcher for replacements, the AMI
 resolver for drift, and Karpenter's NodeClaims, whose Drifted, Consolidatable and Disrupting conditions it
-writes after each pass (`services.claim_conditions`). `process` is one invocation's loop: a pass, then another whenever `next_pass_at` asks for
+writes after each pass (`services.claim_conditions`), and EC2's instance status checks for node auto-repair. `process` is one invocation's loop: a pass, then another whenever `next_pass_at` asks for
 one within the remaining time.
 """
 
@@ -28,6 +28,7 @@ DEADLINE_MARGIN_S = 15.0
 def build_planner(wiring: Runtime) -> DisruptionService:
     """The planner of one container, on the production adapters (names in docs/contracts.md)."""
     from longshore.adapters.aws.amis import AmiResolver, ResolvedImages
+    from longshore.adapters.aws.instances import Ec2InstanceStatuses
     from longshore.services.claim_conditions import NodeClaimConditions
     from longshore.services.disruption import PlannerPorts
     from longshore.services.karpenter_sync import KarpenterObjectSync
@@ -46,6 +47,7 @@ def build_planner(wiring: Runtime) -> DisruptionService:
         images=ResolvedImages(lambda: AmiResolver(ssm, ec2), config.kubernetes_version, clock.now),
         lease=wiring.lease,
         conditions=NodeClaimConditions(KarpenterObjectSync(wiring.karpenter_objects, cluster, clock)),
+        instance_statuses=Ec2InstanceStatuses(ec2),  # node auto-repair's EC2 status checks
     )
     return DisruptionService(config, wiring.catalog_loader(), ports, logger)
 

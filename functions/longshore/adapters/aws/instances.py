@@ -15,6 +15,7 @@ from typing import Any, Final
 from longshore.adapters.aws import tags as tagnames
 from longshore.adapters.aws.retry import ClientError
 from longshore.core.claims import CloudInstance
+from longshore.core.disruption.state import InstanceStatus
 
 LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-down")
 
@@ -105,3 +106,66 @@ class Ec2InstanceTags:
         ids = sorted(set(instance_ids))
         if ids:
             self._ec2.create_tags(Resources=ids, Tags=[{"Key": k, "Value": v} for k, v in tags])
+
+
+STATUS_BATCH: Final = 100
+
+
+def _when(value: Any) -> float | None:
+    return float(value.timestamp()) if value is not None and hasattr(value, "timestamp") else None
+
+
+def to_instance_status(item: dict[str, Any]) -> InstanceStatus:
+    """One DescribeInstanceStatus entry as `core` sees it: the two checks, the earliest `ImpairedSince` of a
+    failed one, and the scheduled events not completed or canceled (EC2 prefixes their description)."""
+    system, instance = item.get("SystemStatus") or {}, item.get("InstanceStatus") or {}
+    impaired = [
+        since
+        for check in (system, instance)
+        if check.get("Status") == "impaired"
+        for detail in check.get("Details") or ()
+        if (since := _when(detail.get("ImpairedSince"))) is not None
+    ]
+    events = tuple(
+        sorted(
+            (str(event.get("Code", "")), not_before)
+            for event in item.get("Events") or ()
+            if not str(event.get("Description", "")).startswith(("[Completed]", "[Canceled]"))
+            and (not_before := _when(event.get("NotBefore"))) is not None
+        )
+    )
+    return InstanceStatus(
+        system=str(system.get("Status", "ok")),
+        instance=str(instance.get("Status", "ok")),
+        impaired_since=min(impaired) if impaired else None,
+        events=events,
+    )
+
+
+class Ec2InstanceStatuses:
+    """`ports.cloud.InstanceStatuses` on EC2 DescribeInstanceStatus (node auto-repair's status checks).
+
+    Ids are asked in batches of 100; a batch EC2 refuses (an id it no longer knows, throttling past the
+    client's retries) is left out, so its nodes look healthy this pass and are read again at the next one.
+    """
+
+    def __init__(self, ec2: Any) -> None:
+        self._ec2 = ec2
+
+    def statuses(self, instance_ids: Iterable[str]) -> dict[str, InstanceStatus]:
+        ids = sorted(set(instance_ids))
+        found: dict[str, InstanceStatus] = {}
+        for start in range(0, len(ids), STATUS_BATCH):
+            kwargs: dict[str, Any] = {"InstanceIds": ids[start : start + STATUS_BATCH]}
+            try:
+                while True:
+                    response = self._ec2.describe_instance_status(**kwargs)
+                    for item in response.get("InstanceStatuses", []):
+                        found[str(item["InstanceId"])] = to_instance_status(item)
+                    token = response.get("NextToken")
+                    if not token:
+                        break
+                    kwargs["NextToken"] = token
+            except ClientError:
+                continue
+        return found

@@ -5,7 +5,7 @@ Rules, for every managed node with a claim, as Karpenter's NodeClaim controllers
 - `Drifted`: the node no longer matches what its pool and node class would build today
   (`core.disruption.drift.drift_reason`); the flag carries the reason, which names what changed.
 - `Consolidatable`: the pool's `consolidateAfter` has passed since the node's last pod event (or its
-  initialization), the pool consolidates at all (`consolidateAfter` not `Never`), and the node is an initialized
+  initialization), the pool consolidates at all (`consolidateAfter` not `Never`, not static), and the node is an initialized
   candidate not already being disrupted. The flag carries the instant it became true.
 - `Disrupting`: a removal started: the node carries the `karpenter.sh/disrupted` taint or a workflow runs for
   it, or this planner started one (`started`: node -> reason). The flag carries the reason in Karpenter's
@@ -37,7 +37,7 @@ def node_flags(node: ManagedNode, inp: DisruptionInput, started: Mapping[str, st
     since = None
     if pool is not None and not disrupting and node.initialized_at is not None:
         after = pool.disruption.consolidate_after_seconds
-        if after is not None and node.idle_since() + after <= inp.now:
+        if after is not None and pool.replicas is None and node.idle_since() + after <= inp.now:
             since = node.idle_since() + after
     return ClaimFlags(
         drifted=drifted,

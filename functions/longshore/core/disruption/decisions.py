@@ -18,13 +18,14 @@ from longshore.core.scheduling.plan import ClaimPlan
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    reason: DisruptionReason  # expired | empty | drifted | underutilized
+    reason: DisruptionReason  # unhealthy | expired | empty | drifted | underutilized
     nodes: tuple[ManagedNode, ...]
     explanation: str
     replacements: tuple[ClaimPlan, ...] = ()
     savings_per_hour: float = 0.0
     forceful: bool = False
     validate_after: float | None = None
+    deadline: float | None = None  # drain deadline set by the decision itself (a repair before an EC2 event)
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -42,6 +43,9 @@ class PassedOverKind(Enum):
     BLOCKED = "blocked"
     """Something forbids disrupting it now: a PDB, a budget, `do-not-disrupt`, not initialized, already being
     disrupted, nominated, or it takes pods evicted by another decision of the pass."""
+    REPAIR_BLOCKED = "repair-blocked"
+    """Unhealthy past its toleration, but more than 20 % of its pool is unhealthy: node auto-repair holds off
+    (Karpenter's `NodeRepairBlocked`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +61,20 @@ class PassedOver:
 
 
 @dataclass(frozen=True, slots=True)
+class RepairBlocked:
+    """A pool whose unhealthy nodes are too many for node auto-repair this pass (alarmed)."""
+
+    pool: str
+    unhealthy: int
+    nodes: int
+    allowed: int
+
+
+@dataclass(frozen=True, slots=True)
 class DisruptionPlan:
     decisions: tuple[Decision, ...]
     passed_over: tuple[PassedOver, ...]
+    repair_blocked: tuple[RepairBlocked, ...] = ()
 
     def reason_for(self, node: str) -> str | None:
         for decision in self.decisions:

@@ -2,7 +2,9 @@
 
 Theory of operation. One pass looks at a `DisruptionInput` snapshot and returns a `DisruptionPlan`:
 commands to carry out (`Decision`) and, for every managed node left alone, a sentence saying why and the
-kind of reason it is (`PassedOver`, `PassedOverKind`; all in `decisions.py`). The methods run in this order, sharing the pools' budgets within the pass:
+kind of reason it is (`PassedOver`, `PassedOverKind`; all in `decisions.py`). Node auto-repair comes first
+(`repair.py`: forceful, unbudgeted, held off when over 20 % of a pool is unhealthy); then the methods run in
+this order, sharing the pools' budgets within the pass:
 
 1. **Expiry** (`expireAfter` / `ttlSecondsUntilExpired`). Pools written as v1 expire forcefully: no budget,
    no pod guard at decision time (the drain still honours PDBs until the termination grace period). Pools
@@ -13,25 +15,22 @@ kind of reason it is (`PassedOver`, `PassedOverKind`; all in `decisions.py`). Th
    pool's requirements no longer admit. Empty drifted nodes first, then the oldest; one decision per node,
    with its replacements planned first.
 4. **Consolidation** (WhenEmptyOrUnderutilized), only when the pass has nothing else to do. Beyond
-   Karpenter's m→1: a set of nodes may be repacked onto *any* cheaper set of new nodes, because the
-   packing engine plans whole batches. Candidates are ordered by $/h saved per unit of disruption; the
-   largest valid prefix is found by binary search (multi-node; the whole prefix is tried first, which
-   after a scale-down usually holds and costs one packing run), then single nodes are tried in order.
+   Karpenter's m→1: a set of nodes may be repacked onto *any* cheaper set of new nodes. Candidates are
+   ordered by $/h saved per unit of disruption; the largest valid prefix is found by binary search (the
+   whole prefix first: after a scale-down it usually holds), then single nodes are tried in order.
    A move must save at least `consolidation_min_savings_fraction` of what it removes, never replaces a
    node with its own type or a pricier set, and moves spot to spot only with at least 15 cheaper types.
-   Consolidation decisions carry `validate_after = now + 15 s`; `revalidate` re-checks them on a fresh
-   snapshot before anything acts.
+   Decisions carry `validate_after = now + 15 s`; `revalidate` re-checks them on a fresh snapshot. Nodes of
+   static pools (`replicas`) are never candidates for emptiness or consolidation.
 
-Each evaluation asks the packing engine (`core.scheduling.solve`) where the evicted pods would go, with the
-candidates removed from the cluster, so a decision never strands a pod.
+Each evaluation asks the packing engine where the evicted pods would go, so a decision never strands a pod.
 
 Decisions of one pass account for each other. Every simulation removes the nodes already decided in the
 pass and reschedules their pods too, so two decisions never count on the same free capacity. A node that a
 decision plans to take evicted pods (a *receiver*) is not removed by any later method of the same pass; it
-is passed over and reconsidered on the next pass, when those pods have landed. Without this, the expiry of
-one busy node and the emptiness of the only node that could take its pods would leave them with nowhere to
-run. The cost of the rule is at most one spare replacement (a later decision's pods may share a planned
-claim with an earlier decision's pods); consolidation removes it later.
+is passed over and reconsidered on the next pass, when those pods have landed (else the expiry of one busy
+node and the emptiness of the only node that could take its pods would strand them). The cost: at most one
+spare replacement, which consolidation removes later.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from longshore.core.commands import DisruptionReason
-from longshore.core.disruption import budgets
+from longshore.core.disruption import budgets, repair
 from longshore.core.disruption.decisions import Decision, DisruptionPlan, PassedOver, PassedOverKind
 from longshore.core.disruption.drift import drift_reason
 from longshore.core.disruption.guards import disruption_cost, graceful_blocker, node_blocker
@@ -84,6 +83,12 @@ class _Pass:
         self.passed[node.name] = (reason, kind)
         if retry_at is not None:
             self.retry_at[node.name] = retry_at
+
+    def static(self, node: ManagedNode, pool: NodePool) -> bool:
+        """Pass over a node of a static pool (`replicas`): never consolidated, empty or not (core.static_pools)."""
+        if pool.replicas is not None:
+            self.pass_over(node, f"pool {pool.name} is static (replicas)", PassedOverKind.UNCONSOLIDATABLE)
+        return pool.replicas is not None
 
     def open_nodes(self) -> list[ManagedNode]:
         return [n for n in self.inp.nodes if n.name not in self.decided]
@@ -178,11 +183,8 @@ class _Pass:
                     continue
                 allowance = self.budgets.allowance(pool, DisruptionReason.EXPIRED)
                 if allowance.allowed <= 0:
-                    self.pass_over(
-                        node,
-                        f"expired but {allowance.describe(pool.name, budgets.EXPIRED)}",
-                        PassedOverKind.BLOCKED,
-                    )
+                    why_not = allowance.describe(pool.name, budgets.EXPIRED)
+                    self.pass_over(node, f"expired but {why_not}", PassedOverKind.BLOCKED)
                     continue
             plan = self.simulate([node])
             self.budgets.take(pool.name)
@@ -205,7 +207,7 @@ class _Pass:
         chosen: list[ManagedNode] = []
         for node in sorted(self.open_nodes(), key=lambda n: (n.idle_since(), n.name)):
             pool = self.pool_of(node)
-            if pool is None or not node.is_empty:
+            if pool is None or not node.is_empty or self.static(node, pool):
                 continue
             after = pool.disruption.consolidate_after_seconds
             if after is None:
@@ -270,11 +272,8 @@ class _Pass:
                 continue
             allowance = self.budgets.allowance(pool, DisruptionReason.DRIFTED)
             if allowance.allowed <= 0:
-                self.pass_over(
-                    node,
-                    f"drifted ({why}) but {allowance.describe(pool.name, budgets.DRIFTED)}",
-                    PassedOverKind.BLOCKED,
-                )
+                why_not = allowance.describe(pool.name, budgets.DRIFTED)
+                self.pass_over(node, f"drifted ({why}) but {why_not}", PassedOverKind.BLOCKED)
                 continue
             plan = self.simulate([node])
             stranded = self.stranded(plan, [node])
@@ -293,7 +292,7 @@ class _Pass:
         found: list[tuple[float, ManagedNode]] = []
         for node in self.open_nodes():
             pool = self.pool_of(node)
-            if pool is None or node.is_empty:
+            if pool is None or node.is_empty or self.static(node, pool):
                 continue
             if pool.disruption.consolidation_policy == "WhenEmpty":
                 self.pass_over(
@@ -397,9 +396,8 @@ class _Pass:
         prefix = candidates[:MULTI_NODE_MAX_CANDIDATES]
         best: Decision | None = None
         low, high = 2, len(prefix)
-        if (
-            high >= low
-        ):  # the whole prefix first: in a cluster after a scale-down it usually holds (one solve)
+        # The whole prefix first: in a cluster after a scale-down it usually holds (one solve).
+        if high >= low:
             whole = self.evaluate(prefix)
             if isinstance(whole, Decision):
                 best, low = whole, high + 1
@@ -428,7 +426,8 @@ class _Pass:
         return [self.decide(best)]
 
     def run(self) -> DisruptionPlan:
-        decisions = self.expiry()
+        decisions, repair_blocked = repair.repairs(self, _replacements)  # node auto-repair (repair.py)
+        decisions += self.expiry()
         decisions += self.emptiness()
         decisions += self.drift()
         if not decisions:
@@ -443,7 +442,7 @@ class _Pass:
             PassedOver(name, why, kind, self.retry_at.get(name))
             for name, (why, kind) in sorted(self.passed.items())
         )
-        return DisruptionPlan(tuple(decisions), passed)
+        return DisruptionPlan(tuple(decisions), passed, tuple(repair_blocked))
 
 
 def _replacements(plan: Plan, removed: Sequence[ManagedNode]) -> tuple[ClaimPlan, ...]:

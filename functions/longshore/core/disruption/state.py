@@ -24,6 +24,27 @@ POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 @dataclass(frozen=True, slots=True)
+class NodeCondition:
+    """One `status.conditions` entry of a Node: its type, status and when it last changed (epoch seconds)."""
+
+    type: str
+    status: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceStatus:
+    """EC2's DescribeInstanceStatus for one instance: the system and instance status checks (`ok`,
+    `impaired`, `insufficient-data`, `initializing`, `not-applicable`), the earliest `ImpairedSince` of a
+    failed check, and the scheduled events not yet completed as (code, not-before epoch)."""
+
+    system: str = "ok"
+    instance: str = "ok"
+    impaired_since: float | None = None
+    events: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ManagedNode:
     """A node this cluster launched, with what its claim remembers about how it was built."""
 
@@ -45,6 +66,8 @@ class ManagedNode:
     nodepool_hash: str | None = None
     nodeclass_hash: str | None = None
     image_id: str | None = None
+    conditions: tuple[NodeCondition, ...] = ()  # the Node's status conditions (node auto-repair reads them)
+    instance_status: InstanceStatus | None = None  # EC2 status checks, when the planner reads them
 
     @property
     def name(self) -> str:

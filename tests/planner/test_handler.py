@@ -46,7 +46,7 @@ def test_one_invocation_validates_and_acts_on_a_consolidation() -> None:
     report = planner_wiring.process(w.service, lambda: deadline - w.clock.now(), w.clock.advance)
 
     assert report.passes >= 3  # every 10 s while more than margin + a pass is left
-    assert len(report.started) == 1 and report.started[0].startswith("underutilized-")
+    assert len(report.totals.started) == 1 and report.totals.started[0].startswith("underutilized-")
     assert w.clock.now() <= deadline
 
 
@@ -167,7 +167,7 @@ def test_a_quiet_cluster_costs_one_pass_per_invocation() -> None:
 
     report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
-    assert report.passes == 1 and report.stopped == "quiet" and not report.started
+    assert report.passes == 1 and report.stopped == "quiet" and not report.totals.started
     assert w.clock.now() - started < 1, "no idle waiting was billed"
 
 
@@ -184,7 +184,7 @@ def test_an_emptiness_wait_keeps_the_invocation_until_it_ends_then_acts() -> Non
 
     report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
-    assert report.started and report.started[0].startswith("empty-i-idle")
+    assert report.totals.started and report.totals.started[0].startswith("empty-i-idle")
     assert 60 <= w.clock.now() - started < 75, "it waited for consolidateAfter, not for its timeout"
     assert report.stopped == "quiet"
 
@@ -200,5 +200,5 @@ def test_a_wait_longer_than_the_invocation_is_left_to_a_later_scheduled_one() ->
 
     report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
-    assert report.stopped == "deadline" and report.passes == 1 and not report.started
+    assert report.stopped == "deadline" and report.passes == 1 and not report.totals.started
     assert w.clock.now() - started < 1

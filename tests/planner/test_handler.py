@@ -18,6 +18,7 @@ from longshore.wiring import planner as planner_wiring
 from longshore.wiring.planner import StepFunctionsSurgeWorkflow
 from longshore.wiring.runtime import Runtime
 from longshore.workflow.definition import disruption_definition
+from longshore_sim.clock import VirtualClock
 from tests.builders import node_class
 from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
 from tests.workflow.sfn_harness import ROLE_ARN, STEPS_ARN
@@ -101,17 +102,17 @@ class FakeResolver:
 
 
 def test_resolved_images_cover_every_variant_and_refresh() -> None:
-    now = [0.0]
+    clock = VirtualClock(0.0)
     generations = [
         FakeResolver({("x86_64", ""): "ami-1", ("arm64", ""): "ami-2"}),
         FakeResolver({("x86_64", ""): "ami-3"}),
     ]
-    images = ResolvedImages(lambda: generations.pop(0), "1.31", lambda: now[0])
+    images = ResolvedImages(lambda: generations.pop(0), "1.31", clock.now)
 
     assert images.current_images(node_class()) == frozenset({"ami-1", "ami-2"})
-    now[0] = 100.0
+    clock.advance_to(100.0)
     assert images.current_images(node_class()) == frozenset({"ami-1", "ami-2"})  # cached
-    now[0] = 400.0
+    clock.advance_to(400.0)
     assert images.current_images(node_class()) == frozenset({"ami-3"})
 
 

@@ -2,7 +2,8 @@
 
 Theory of operation. `services.replacement.ClusterReplacementLauncher` (idempotency and launching) asks
 `ReplacementPlanner` for a plan, and again with the offerings its launch found empty when a launch fails.
-The planner reads the cluster once per launch (`snapshot`) and plans on what it read (`plan`):
+The planner reads the cluster once per launch (`snapshot`) and plans on what it read (`plan`), by rules 2
+and 3 of `services.replacement`'s list:
 
 2. *Which pods need a home.* The pods bound to the node that the drain will evict: not DaemonSet, mirror,
    terminal or terminating pods, nor pods that tolerate `karpenter.sh/disrupted` (the drain's own

@@ -56,7 +56,7 @@ from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.core.catalog import Catalog
 from longshore.core.model import ClusterConfig
 from longshore.services.provisioner import (
-    InvocationReport,
+    ProvisionerInvocation,
     ProvisionerService,
     ProvisionerSettings,
     run_invocation,
@@ -388,7 +388,7 @@ class SimulatedWorld:
         timeout_s: float = LAMBDA_TIMEOUT_S,
         owner: str | None = None,
         settings: ProvisionerSettings | None = None,
-    ) -> InvocationReport:
+    ) -> ProvisionerInvocation:
         """One provisioner Lambda invocation of `timeout_s` virtual seconds, from now."""
         deadline = self.clock.now() + timeout_s
         return run_invocation(
@@ -404,12 +404,12 @@ class SimulatedWorld:
         every_s: float = 60.0,
         timeout_s: float = LAMBDA_TIMEOUT_S,
         settings: ProvisionerSettings | None = None,
-    ) -> list[InvocationReport]:
+    ) -> list[ProvisionerInvocation]:
         """The provisioner as the stack's schedule runs it for `duration_s`: an invocation every `every_s`
         from now (one that outlasts the period delays the next, as the reserved concurrency of 1 does)."""
         start = self.clock.now()
         end = start + duration_s
-        reports: list[InvocationReport] = []
+        reports: list[ProvisionerInvocation] = []
         tick = start
         while self.clock.now() < end:
             if self.clock.now() < tick:

@@ -27,6 +27,7 @@ from longshore.adapters.aws.eks import (
     describe_cluster,
     presigned_token,
 )
+from longshore_sim.clock import VirtualClock
 from tests.adapters.conftest import CLUSTER, World
 
 
@@ -59,27 +60,19 @@ def test_signing_does_not_leave_the_header_hook_on_the_client(shared_world: Worl
     assert urllib.parse.parse_qs(url.query)["X-Amz-SignedHeaders"] == ["host;x-k8s-aws-id"]
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_token_is_refreshed_only_close_to_expiry() -> None:
-    clock = _Clock()
+    clock = VirtualClock(1000.0)
     signed: list[int] = []
 
     def sign() -> str:
         signed.append(1)
         return f"{TOKEN_PREFIX}{len(signed)}"
 
-    source = TokenSource(sign, clock)
+    source = TokenSource(sign, clock.now)
     first = source.token()
-    clock.now += TOKEN_LIFETIME_S - REFRESH_MARGIN_S - 1
+    clock.advance(TOKEN_LIFETIME_S - REFRESH_MARGIN_S - 1)
     assert source.token() == first and len(signed) == 1
-    clock.now += 1
+    clock.advance(1)
     assert source.token() != first and len(signed) == 2
 
 
@@ -114,7 +107,7 @@ def api_server() -> Iterator[tuple[str, list[str]]]:
 def test_api_client_sends_a_presigned_token(shared_world: World, api_server: tuple[str, list[str]]) -> None:
     world = shared_world
     url, seen = api_server
-    tokens = TokenSource.for_cluster(world.session.client("sts"), CLUSTER, _Clock())
+    tokens = TokenSource.for_cluster(world.session.client("sts"), CLUSTER, VirtualClock(1000.0).now)
     client = api_client(describe_cluster(world.session.client("eks"), CLUSTER), tokens, endpoint=url)
     k8s.CoreV1Api(client).list_namespace()
     assert client.configuration.host == url
@@ -128,7 +121,7 @@ def test_api_client_follows_token_refreshes_without_being_rebuilt(
 ) -> None:
     world = shared_world
     url, seen = api_server
-    clock = _Clock()
+    clock = VirtualClock(1000.0)
     signed: list[str] = []
 
     def sign() -> str:
@@ -136,11 +129,11 @@ def test_api_client_follows_token_refreshes_without_being_rebuilt(
         return signed[-1]
 
     client = api_client(
-        describe_cluster(world.session.client("eks"), CLUSTER), TokenSource(sign, clock), endpoint=url
+        describe_cluster(world.session.client("eks"), CLUSTER), TokenSource(sign, clock.now), endpoint=url
     )
     core = k8s.CoreV1Api(client)
     core.list_namespace()
     core.list_namespace()
-    clock.now += TOKEN_LIFETIME_S  # past the refresh point
+    clock.advance(TOKEN_LIFETIME_S)  # past the refresh point
     core.list_namespace()
     assert seen == [f"Bearer {TOKEN_PREFIX}1", f"Bearer {TOKEN_PREFIX}1", f"Bearer {TOKEN_PREFIX}2"]

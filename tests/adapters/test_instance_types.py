@@ -25,19 +25,9 @@ from longshore.core.allocatable import allocatable
 from longshore.core.catalog import Catalog
 from longshore.core.model import Requirement
 from longshore.core.requirements import Requirements
+from longshore_sim.clock import VirtualClock
 
 DATA = Path(pricing.__file__).resolve().parents[2] / "data" / "prices.json"
-
-
-@dataclass
-class FakeClock:
-    t: float = 1_000_000.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +37,7 @@ def moto_catalog() -> Iterator[tuple[Catalog, Any]]:
     with mock_aws():
         ec2 = boto3.client("ec2", region_name="us-east-1")
         catalog = adapter.load_catalog(
-            ec2, boto3.client("pricing", region_name="us-east-1"), "us-east-1", FakeClock()
+            ec2, boto3.client("pricing", region_name="us-east-1"), "us-east-1", VirtualClock(1_000_000.0)
         )
         yield catalog, ec2
 
@@ -161,7 +151,7 @@ def test_moto_prices_fall_back_to_the_table_and_say_so(caplog: pytest.LogCapture
 
 def test_zone_restriction_and_catalog_cache(moto_catalog: tuple[Catalog, Any]) -> None:
     _, ec2 = moto_catalog
-    clock = FakeClock()
+    clock = VirtualClock(1_000_000.0)
     again = adapter.load_catalog(ec2, None, "us-east-1", clock)
     assert again is adapter.load_catalog(ec2, None, "us-east-1", clock)
     narrowed = adapter.load_catalog(ec2, None, "us-east-1", clock, zones=["us-east-1a"])

@@ -18,6 +18,7 @@ from longshore.core.karpenter_objects import ClaimFlags, PoolUsage
 from longshore.services.karpenter_sync import KarpenterObjectSync
 from longshore_sim.clock import VirtualClock
 from longshore_sim.kubeapi import KubeApiEmulator
+from tests.fakes import FakeWorkflow
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "tests" / "sim" / "kubectl" / "nodepool.yaml"
@@ -147,23 +148,12 @@ def test_nodeclaims_longshore_did_not_write_are_left_alone(world) -> None:  # ty
     assert [o["metadata"]["name"] for o in emulator.store.list("nodeclaims", None)] == ["karpenters-own"]
 
 
-class RecordingWorkflow:
-    def __init__(self) -> None:
-        self.commands: list[Any] = []
-
-    def start(self, command: Any) -> Any:
-        from longshore.ports.workflow import StartResult
-
-        self.commands.append(command)
-        return StartResult(started=len(self.commands) == 1, execution_name=command.execution_name())
-
-
 def test_a_deleted_nodeclaim_starts_the_drain_kubectl_delete_node_starts(world) -> None:  # type: ignore[no-untyped-def]
     from longshore.core.commands import DisruptionCommand
     from longshore.services.karpenter_sync import publish
 
     emulator, _, sync, clock = world
-    workflow = RecordingWorkflow()
+    workflow = FakeWorkflow()
     launching = NodeClaim(id="default-new", nodepool="default", node_class="default", state="launched")
     publish(sync, [claim(), launching], (), workflow, clock.now())
     assert workflow.commands == [], "nothing is deleted yet"

@@ -21,7 +21,7 @@ from longshore.services.lifecycle import Lifecycle
 from longshore_sim.aws import SimulatedCrash
 from longshore_sim.clock import VirtualClock
 from tests.adapters.conftest import World, request
-from tests.workflow.fakes import FakeCluster
+from tests.fakes import FakeCluster
 
 NOW = 2_000_000.0
 UNREGISTERED = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}

@@ -34,6 +34,7 @@ from longshore.wiring import interruption as interruption_handler
 from longshore.wiring.workflow_steps import process_step
 from longshore.workflow.errors import StepError
 from longshore.workflow.state import DisruptionState
+from tests.fakes import Metrics
 from tests.fuzz.mutate import json_text, mutated_tree, yaml_text
 from tests.fuzz.test_trigger_fuzz import check_trigger, trigger_events
 
@@ -147,17 +148,6 @@ class _Records(logging.Handler):
             self.message_ids.append(str(message_id))
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.received = 0
-        self.malformed = 0
-
-    def emit(self, name: str, value: float, unit: str = "Count", dimensions: Any = None) -> None:
-        assert name in telemetry.ALL_METRICS, name
-        self.received += name == telemetry.MESSAGES_RECEIVED
-        self.malformed += name == telemetry.MESSAGES_MALFORMED
-
-
 def run_sqs(text: str) -> None:
     """A batch of the fuzzed body and a valid one: both are acknowledged, each with a log line and a metric."""
     from tests.interruption.fakes import World, claim, event_for, instance_id, sqs_event
@@ -168,7 +158,7 @@ def run_sqs(text: str) -> None:
     root = logging.getLogger()
     root.addHandler(records)
     interruption_handler.logger.setLevel("DEBUG")
-    sink = _Sink()
+    sink = Metrics()
     try:
         response = interruption_handler.process_batch(
             sqs_event(text, valid), world.service(), world.clock, sink
@@ -177,7 +167,8 @@ def run_sqs(text: str) -> None:
         root.removeHandler(records)
         interruption_handler.logger.setLevel("INFO")
     assert response["batchItemFailures"] == [], f"a message was sent to retry: {response}"
-    assert sink.received == 2, f"{sink.received} InterruptionMessagesReceived points for 2 messages"
+    received = sink.count(telemetry.MESSAGES_RECEIVED)
+    assert received == 2, f"{received} InterruptionMessagesReceived points for 2 messages"
     assert {"m0", "m1"} <= set(records.message_ids), f"a message without a log line: {records.message_ids}"
 
 
@@ -213,7 +204,7 @@ def run_workflow(event: Any) -> None:
     if not isinstance(event, dict):
         return  # the Lambda runtime always hands the handler a JSON object
     try:
-        process_step(copy.deepcopy(event), world.ports, _Sink())  # the strategy's values stay as drawn
+        process_step(copy.deepcopy(event), world.ports, Metrics())  # the strategy's values stay as drawn
     except StepError as error:
         assert str(error)
 

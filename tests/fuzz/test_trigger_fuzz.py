@@ -22,21 +22,14 @@ from longshore.adapters.memory import MemoryLease
 from longshore.adapters.wake_gate import LeaseWakeGate
 from longshore.core.triggers import PLANNER, PROVISIONER
 from longshore.wiring.trigger import TriggerPorts, serve
+from longshore_sim.clock import VirtualClock
+from tests.fakes import FakeTrigger
 
 SAMPLES = Path(__file__).resolve().parents[1] / "events" / "admission"
 SEEDS = tuple(json.loads(path.read_text()) for path in sorted(SAMPLES.glob("*.json")))
 SECRET = "fuzz-secret"
 EXAMPLES = int(os.environ.get("LONGSHORE_FUZZ_EXAMPLES", "150"))
 ALLOWED_STATUS = {200, 400, 403}
-
-
-class _Recording:
-    def __init__(self) -> None:
-        self.count = 0
-
-    def trigger(self, reason: str) -> None:
-        assert isinstance(reason, str)
-        self.count += 1
 
 
 class _Secret:
@@ -47,8 +40,8 @@ class _Secret:
 def _ports() -> TriggerPorts:
     return TriggerPorts(
         secret=_Secret(),
-        gate=LeaseWakeGate(MemoryLease(), lambda: 0.0),
-        triggers={PROVISIONER: _Recording(), PLANNER: _Recording()},
+        gate=LeaseWakeGate(MemoryLease(), VirtualClock(0.0).now),
+        triggers={PROVISIONER: FakeTrigger(), PLANNER: FakeTrigger()},
     )
 
 

@@ -1,8 +1,8 @@
-"""In-memory fakes for the ports interruption handling uses, and builders for claims and AWS-shaped events.
+"""The interruption service's test world, and builders for claims and AWS-shaped events.
 
-The store fakes come from `longshore.adapters.memory`; the rest are stateful fakes that record outcomes
-(executions started, nodes deleted, events posted, instances terminated, provisioner triggers), so tests
-assert on state rather than on calls.
+The store fakes come from `longshore.adapters.memory`, the cluster, instances, workflow and trigger fakes from
+`tests.fakes`: stateful fakes that record outcomes (executions started, nodes deleted, events posted,
+instances terminated, provisioner triggers), so tests assert on state rather than on calls.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from longshore.adapters.memory import MemoryClaimStore, MemoryOfferingAvailability
-from longshore.core.claims import CloudInstance, NodeClaim
-from longshore.core.commands import DisruptionCommand
-from longshore.ports.kube import KubeEvent
-from longshore.ports.workflow import StartResult
+from longshore.core.claims import NodeClaim
 from longshore.services.interruption import InterruptionService
+from longshore_sim.clock import VirtualClock
+from tests.fakes import FakeCluster, FakeInstances, FakeTrigger, FakeWorkflow
+from tests.workflow.fakes import make_node
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 ZONE = "us-east-1a"
@@ -76,78 +76,6 @@ def claim(
     )
 
 
-class FakeClock:
-    def __init__(self, now: float) -> None:
-        self.current = now
-
-    def now(self) -> float:
-        return self.current
-
-    def sleep(self, seconds: float) -> None:
-        self.current += seconds
-
-
-class FakeWorkflow:
-    """Step Functions semantics: a name can be used once; a second start with it is refused."""
-
-    def __init__(self) -> None:
-        self.executions: dict[str, DisruptionCommand] = {}
-        self.failures_left = 0
-        self.attempts = 0
-
-    def start(self, command: DisruptionCommand) -> StartResult:
-        self.attempts += 1
-        if self.failures_left:
-            self.failures_left -= 1
-            raise ConnectionError("states.us-east-1.amazonaws.com: throttled")
-        name = command.execution_name()
-        if name in self.executions:
-            return StartResult(False, name)
-        self.executions[name] = command
-        return StartResult(True, name, f"arn:aws:states:us-east-1:123456789012:execution:disruption:{name}")
-
-
-class FakeCluster:
-    def __init__(self, node_names: list[str]) -> None:
-        self.nodes = set(node_names)
-        self.events: list[KubeEvent] = []
-
-    def delete_node(self, name: str) -> bool:
-        present = name in self.nodes
-        self.nodes.discard(name)
-        return present
-
-    def post_event(self, event: KubeEvent) -> None:
-        self.events.append(event)
-
-
-class FakeInstances:
-    """EC2 as the interruption service sees it: `tagged` holds instances carrying this cluster's tag."""
-
-    def __init__(self) -> None:
-        self.terminated: set[str] = set()
-        self.tagged: dict[str, CloudInstance] = {}
-
-    def tag(self, n: int, *, claim_id: str | None = None, nodepool: str = "default") -> None:
-        self.tagged[instance_id(n)] = CloudInstance(
-            instance_id(n), "running", "m5.large", ZONE, "spot", claim_id=claim_id, nodepool=nodepool
-        )
-
-    def list_owned(self) -> tuple[CloudInstance, ...]:
-        return tuple(i for k, i in sorted(self.tagged.items()) if k not in self.terminated)
-
-    def terminate(self, instance_ids: Any) -> None:
-        self.terminated.update(instance_ids)
-
-
-class FakeTrigger:
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-
-    def trigger(self, reason: str) -> None:
-        self.reasons.append(reason)
-
-
 @dataclass
 class World:
     """A cluster of `n` spot nodes as the interruption service sees it."""
@@ -155,19 +83,27 @@ class World:
     claims: MemoryClaimStore = field(default_factory=MemoryClaimStore)
     offerings: MemoryOfferingAvailability = field(default_factory=MemoryOfferingAvailability)
     workflow: FakeWorkflow = field(default_factory=FakeWorkflow)
-    cluster: FakeCluster = field(default_factory=lambda: FakeCluster([]))
-    instances: FakeInstances = field(default_factory=FakeInstances)
     trigger: FakeTrigger = field(default_factory=FakeTrigger)
-    clock: FakeClock = field(default_factory=lambda: FakeClock(1710776290.0))  # 2024-03-18T15:38:10Z
+    clock: VirtualClock = field(default_factory=lambda: VirtualClock(1710776290.0))  # 2024-03-18T15:38:10Z
     rebalance: dict[str, str] = field(default_factory=dict)
+    cluster: FakeCluster = field(init=False)
+    instances: FakeInstances = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cluster = FakeCluster(self.clock)
+        self.instances = FakeInstances(self.clock)
+
+    def tag(self, n: int, *, claim_id: str | None = None, nodepool: str = "default") -> None:
+        """Instance `n` carries this cluster's tag (and `claim_id`'s), whatever the claim store says."""
+        self.instances.add(instance_id(n), pool=nodepool, capacity_type="spot", claim_id=claim_id)
 
     @classmethod
     def of(cls, *claims: NodeClaim, rebalance: dict[str, str] | None = None) -> World:
         world = cls(rebalance=rebalance or {})
         for c in claims:
             world.claims.put(c)
-            if c.node_name:
-                world.cluster.nodes.add(c.node_name)
+            if c.node_name and c.instance_id:
+                world.cluster.add_node(make_node(c.node_name, c.instance_id, c.nodepool, c.zone or ZONE))
         return world
 
     def service(self) -> InterruptionService:
@@ -175,8 +111,8 @@ class World:
             claims=self.claims,
             offerings=self.offerings,
             workflow=self.workflow,
-            cluster=self.cluster,  # type: ignore[arg-type]
-            instances=self.instances,  # type: ignore[arg-type]
+            cluster=self.cluster,
+            instances=self.instances,
             provisioner=self.trigger,
             clock=self.clock,
             rebalance_policy=lambda pool: self.rebalance.get(pool, "ignore"),  # type: ignore[arg-type,return-value]

@@ -14,27 +14,12 @@ from longshore.handlers import interruption as lambda_module
 from longshore.wiring import interruption as interruption_wiring
 from longshore.wiring.interruption import process_batch
 from longshore.wiring.observability import logger
+from tests.fakes import Metrics
 from tests.interruption.fakes import EVENTS, World, claim, event_for, instance_id, sqs_event
 
 
-class RecordingSink:
-    def __init__(self) -> None:
-        self.points: list[tuple[str, float, str, dict[str, str]]] = []
-
-    def emit(self, name: str, value: float, unit: str = "Count", dimensions: Any = None) -> None:
-        assert name in telemetry.ALL_METRICS
-        self.points.append((name, value, unit, dict(dimensions or {})))
-
-    def count(self, name: str, **dimensions: str) -> int:
-        return sum(
-            1
-            for n, _, _, dims in self.points
-            if n == name and all(dims.get(k) == v for k, v in dimensions.items())
-        )
-
-
-def run(world: World, *bodies: str) -> tuple[dict[str, Any], RecordingSink]:
-    sink = RecordingSink()
+def run(world: World, *bodies: str) -> tuple[dict[str, Any], Metrics]:
+    sink = Metrics()
     return process_batch(sqs_event(*bodies), world.service(), world.clock, sink), sink
 
 
@@ -64,9 +49,7 @@ def test_a_mixed_batch_acts_acknowledges_and_counts_every_message() -> None:
     assert sink.count(telemetry.MESSAGES_RECEIVED, Kind="malformed") == 2
     assert sink.count(telemetry.MESSAGES_MALFORMED) == 2
     assert sink.count(telemetry.INTERRUPTION_ACTIONS, Action="interrupt") == 1
-    reasons = Counter(
-        dims["Reason"] for name, _, _, dims in sink.points if name == telemetry.MESSAGES_IGNORED
-    )
+    reasons = Counter(dict(p.dimensions)["Reason"] for p in sink.named(telemetry.MESSAGES_IGNORED))
     assert reasons == Counter({"unknown-kind": 1, "foreign": 1, "no-op-state": 1, "duplicate": 1})
     assert list(world.workflow.executions) == [f"interruption-{instance_id(1)}"]
 
@@ -74,10 +57,10 @@ def test_a_mixed_batch_acts_acknowledges_and_counts_every_message() -> None:
 def test_queue_latency_is_now_minus_the_event_time() -> None:
     world = World.of(claim(1))
     _, sink = run(world, body("spot-interruption-warning.json", instance_id(1)))
-    (latency,) = [p for p in sink.points if p[0] == telemetry.QUEUE_LATENCY_MS]
+    (latency,) = sink.named(telemetry.QUEUE_LATENCY_MS)
     event_time = json.loads(body("spot-interruption-warning.json", instance_id(1)))["time"]
     assert event_time == "2024-03-18T15:38:08Z" and world.clock.now() == 1710776290.0
-    assert latency[1:3] == (2000.0, "Milliseconds")
+    assert (latency.value, latency.unit) == (2000.0, "Milliseconds")
 
 
 def test_a_transient_failure_retries_that_message_alone() -> None:

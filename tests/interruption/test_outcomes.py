@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from longshore.core import telemetry
 from longshore.wiring.interruption import process_batch
+from tests.fakes import Metrics
 from tests.interruption.fakes import EVENTS, World, claim, event_for, instance_id, sqs_event
-from tests.interruption.test_handler import RecordingSink
 
 SAMPLES = sorted(p.name for p in EVENTS.glob("*.json") if not p.name.startswith("malformed-truncated"))
 json_values = st.recursive(
@@ -71,7 +71,7 @@ def world() -> World:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(messages(), min_size=1, max_size=6))
 def test_with_healthy_ports_every_message_is_acted_on_or_acknowledged(bodies: list[str]) -> None:
-    sink = RecordingSink()
+    sink = Metrics()
     fakes = world()
     response = process_batch(sqs_event(*bodies), fakes.service(), fakes.clock, sink)
     assert response["batchItemFailures"] == []
@@ -82,7 +82,7 @@ def test_with_healthy_ports_every_message_is_acted_on_or_acknowledged(bodies: li
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(messages(), min_size=1, max_size=6))
 def test_with_a_failing_workflow_only_messages_that_need_it_are_retried(bodies: list[str]) -> None:
-    sink = RecordingSink()
+    sink = Metrics()
     fakes = world()
     fakes.workflow.failures_left = 10**6
     response = process_batch(sqs_event(*bodies), fakes.service(), fakes.clock, sink)
@@ -92,6 +92,6 @@ def test_with_a_failing_workflow_only_messages_that_need_it_are_retried(bodies: 
     needs_workflow = []
     for body in bodies:
         before = probe.workflow.attempts
-        process_batch(sqs_event(body), probe.service(), probe.clock, RecordingSink())
+        process_batch(sqs_event(body), probe.service(), probe.clock, Metrics())
         needs_workflow.append(probe.workflow.attempts > before)
     assert [f"m{index}" in failed for index in range(len(bodies))] == needs_workflow

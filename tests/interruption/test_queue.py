@@ -16,8 +16,8 @@ from moto import mock_aws
 
 from longshore.adapters.events.sqs import lambda_sqs_event
 from longshore.wiring.interruption import process_batch
+from tests.fakes import Metrics
 from tests.interruption.fakes import EVENTS, World, claim, event_for, instance_id
-from tests.interruption.test_handler import RecordingSink
 
 REGION = "us-east-1"
 MAX_RECEIVES = 3
@@ -40,7 +40,7 @@ def queues() -> Iterator[tuple[Any, str, str, str]]:
         yield sqs, url, arn, dlq_url
 
 
-def poll_once(sqs: Any, url: str, arn: str, world: World, sink: RecordingSink) -> int:
+def poll_once(sqs: Any, url: str, arn: str, world: World, sink: Metrics) -> int:
     """One event-source-mapping poll; returns how many messages were handed to the function."""
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get(
         "Messages", []
@@ -76,7 +76,7 @@ def test_a_message_that_keeps_failing_lands_in_the_dlq_and_the_others_do_not(
     for body in (failing, fine, malformed):
         sqs.send_message(QueueUrl=url, MessageBody=body)
 
-    sink = RecordingSink()
+    sink = Metrics()
     polls = [poll_once(sqs, url, arn, world, sink) for _ in range(MAX_RECEIVES + 2)]
 
     assert polls[0] == 3  # all three delivered first
@@ -96,7 +96,7 @@ def test_a_message_that_fails_once_succeeds_on_redelivery(queues: tuple[Any, str
     sqs.send_message(
         QueueUrl=url, MessageBody=json.dumps(event_for("spot-interruption-warning.json", instance_id(1)))
     )
-    sink = RecordingSink()
+    sink = Metrics()
     assert [poll_once(sqs, url, arn, world, sink) for _ in range(3)] == [1, 1, 0]
     assert list(world.workflow.executions) == [f"interruption-{instance_id(1)}"]
     assert queue_bodies(sqs, dlq_url) == []
@@ -140,7 +140,7 @@ def test_eventbridge_rules_deliver_aws_events_the_handler_acts_on(
     message["Body"] = json.dumps(delivered)
 
     world = World.of(claim(1), claim(2), rebalance={"default": "notify"})
-    sink = RecordingSink()
+    sink = Metrics()
     response = process_batch(lambda_sqs_event([message], arn, REGION), world.service(), world.clock, sink)
     assert response == {"batchItemFailures": []}
     assert sink.count("InterruptionActions") == (2 if "health" in sample else 1)

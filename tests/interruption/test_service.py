@@ -212,7 +212,7 @@ def test_a_warning_for_a_tagged_instance_whose_claim_is_not_linked_yet_is_acted_
     world = World.of(claim(1))
     launching = NodeClaim(id="default-claim0002", nodepool="default", node_class="default", state="launching")
     world.claims.put(launching)
-    world.instances.tag(2, claim_id=launching.id)
+    world.tag(2, claim_id=launching.id)
     with caplog.at_level("WARNING"):
         outcome = deliver(world, "spot-interruption-warning.json", instance_id(2))
     assert [(i.action, i.acted) for i in outcome.instances] == [("interrupt", True)]
@@ -225,7 +225,7 @@ def test_a_warning_for_a_tagged_instance_whose_claim_is_not_linked_yet_is_acted_
 def test_a_warning_for_a_tagged_instance_with_no_claim_at_all_still_drains_it() -> None:
     """The claim index lags (or the record is gone): the cluster tag alone makes the instance ours."""
     world = World.of(claim(1))
-    world.instances.tag(3)
+    world.tag(3)
     outcome = deliver(world, "health-scheduled-change-ec2.json", instance_id(3))
     assert [i.action for i in outcome.instances] == ["drain"]
     (command,) = world.workflow.executions.values()

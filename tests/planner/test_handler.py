@@ -18,6 +18,7 @@ from longshore.wiring import planner as planner_wiring
 from longshore.wiring.planner import StepFunctionsSurgeWorkflow
 from longshore.wiring.runtime import Runtime
 from longshore.workflow.definition import disruption_definition
+from longshore_sim.clock import VirtualClock
 from tests.builders import node_class
 from tests.planner.fakes import PlannerWorld, a_pool, cluster_config
 from tests.workflow.sfn_harness import ROLE_ARN, STEPS_ARN
@@ -46,7 +47,7 @@ def test_one_invocation_validates_and_acts_on_a_consolidation() -> None:
     report = planner_wiring.process(w.service, lambda: deadline - w.clock.now(), w.clock.advance)
 
     assert report.passes >= 3  # every 10 s while more than margin + a pass is left
-    assert len(report.started) == 1 and report.started[0].startswith("underutilized-")
+    assert len(report.totals.started) == 1 and report.totals.started[0].startswith("underutilized-")
     assert w.clock.now() <= deadline
 
 
@@ -101,17 +102,17 @@ class FakeResolver:
 
 
 def test_resolved_images_cover_every_variant_and_refresh() -> None:
-    now = [0.0]
+    clock = VirtualClock(0.0)
     generations = [
         FakeResolver({("x86_64", ""): "ami-1", ("arm64", ""): "ami-2"}),
         FakeResolver({("x86_64", ""): "ami-3"}),
     ]
-    images = ResolvedImages(lambda: generations.pop(0), "1.31", lambda: now[0])
+    images = ResolvedImages(lambda: generations.pop(0), "1.31", clock.now)
 
     assert images.current_images(node_class()) == frozenset({"ami-1", "ami-2"})
-    now[0] = 100.0
+    clock.advance_to(100.0)
     assert images.current_images(node_class()) == frozenset({"ami-1", "ami-2"})  # cached
-    now[0] = 400.0
+    clock.advance_to(400.0)
     assert images.current_images(node_class()) == frozenset({"ami-3"})
 
 
@@ -167,7 +168,7 @@ def test_a_quiet_cluster_costs_one_pass_per_invocation() -> None:
 
     report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
-    assert report.passes == 1 and report.stopped == "quiet" and not report.started
+    assert report.passes == 1 and report.stopped == "quiet" and not report.totals.started
     assert w.clock.now() - started < 1, "no idle waiting was billed"
 
 
@@ -184,7 +185,7 @@ def test_an_emptiness_wait_keeps_the_invocation_until_it_ends_then_acts() -> Non
 
     report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
-    assert report.started and report.started[0].startswith("empty-i-idle")
+    assert report.totals.started and report.totals.started[0].startswith("empty-i-idle")
     assert 60 <= w.clock.now() - started < 75, "it waited for consolidateAfter, not for its timeout"
     assert report.stopped == "quiet"
 
@@ -200,5 +201,5 @@ def test_a_wait_longer_than_the_invocation_is_left_to_a_later_scheduled_one() ->
 
     report = planner_wiring.process(w.service, lambda: started + 120 - w.clock.now(), w.clock.advance)
 
-    assert report.stopped == "deadline" and report.passes == 1 and not report.started
+    assert report.stopped == "deadline" and report.passes == 1 and not report.totals.started
     assert w.clock.now() - started < 1

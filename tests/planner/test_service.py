@@ -299,5 +299,5 @@ def test_two_invocations_never_decide_at_once() -> None:
 
     lease.release(LEASE_NAME, "other-invocation")
     ran = run_invocation(w.service, remaining_s=lambda: 60.0, wait=w.clock.advance, owner="this-one")
-    assert ran.passes >= 1 and ran.started
+    assert ran.passes >= 1 and ran.totals.started
     assert lease.acquire(LEASE_NAME, "a-third", w.clock.now(), LEASE_TTL_S)  # released at the end

@@ -60,6 +60,7 @@ def wired(make_world: Callable[..., SimulatedWorld]) -> Iterator[tuple[Simulated
     CONTAINER.install(None)
 
 
+@pytest.mark.slow
 def test_the_handler_provisions_pending_pods_and_stops_once_its_nodes_are_initialized(
     wired: tuple[SimulatedWorld, MemoryMetricsSink],
 ) -> None:

@@ -1,4 +1,5 @@
-"""When a provisioner invocation ends: after a quiet pass, not at its timeout (what keeps Lambda cheap).
+"""When a provisioner invocation ends: after a quiet pass, not at its timeout (what keeps Lambda cheap); and the
+invocation report the provisioner and the planner share.
 
 A quiet pass has no pods to plan, none the scheduler has yet to judge, and no claim between launch and
 initialization. Until then the invocation keeps polling; `exit_when_quiet=False` restores the old loop that
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from longshore.services.provisioner import ProvisionerSettings
+from longshore.services.disruption_invocation import PlannerTotals
+from longshore.services.invocation import InvocationReport
+from longshore.services.provisioner import ProvisionerSettings, ProvisionerTotals
 from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import running
 
@@ -54,7 +57,7 @@ def test_a_pod_the_scheduler_has_not_judged_yet_keeps_the_invocation_polling(mak
     assert len(running(world)) == 2, (
         "it waited for the verdict, planned, launched and saw the nodes initialize"
     )
-    assert report.stopped == "quiet" and report.launched
+    assert report.stopped == "quiet" and report.totals.launched
     assert world.clock.now() - started < 120 - 15
 
 
@@ -68,3 +71,25 @@ def test_the_schedule_retries_what_a_quiet_invocation_left(make_world: MakeWorld
 
     assert len(reports) >= 2 and reports[0].stopped == "quiet"
     assert len(running(world)) == 1, "the next scheduled invocation provisioned it"
+
+
+def test_both_function_loops_report_an_invocation_in_the_same_envelope() -> None:
+    provisioner = InvocationReport(2, ProvisionerTotals(("a-1",), ("a-2",), 1), "quiet")
+    planner = InvocationReport(3, PlannerTotals(("empty-i-1",), ()), "lease-held")
+
+    assert provisioner.to_dict() == {
+        "passes": 2,
+        "launched": ["a-1"],
+        "failed": ["a-2"],
+        "lease_waits": 1,
+        "stopped": "quiet",
+    }
+    assert planner.to_dict() == {
+        "passes": 3,
+        "started": ["empty-i-1"],
+        "pending": [],
+        "stopped": "lease-held",
+    }
+    for report in (provisioner.to_dict(), planner.to_dict()):
+        keys = list(report)
+        assert (keys[0], keys[-1]) == ("passes", "stopped")

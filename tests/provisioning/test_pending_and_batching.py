@@ -8,6 +8,7 @@ import pytest
 
 from longshore.services.batching import collect_batch
 from longshore.services.snapshot import pending_pods, provisionable_manifest
+from longshore_sim.clock import VirtualClock
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
 
@@ -61,38 +62,27 @@ def test_an_unreadable_pod_is_reported_not_raised() -> None:
     assert "cpu" in skipped[0].reason
 
 
-class StepClock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
-
-
 def test_the_window_closes_after_one_idle_second() -> None:
-    clock = StepClock()
+    clock = VirtualClock(100.0)
     window = collect_batch(lambda: ["a", "b"], clock, idle_s=1.0, max_s=10.0)
     assert window.uids == {"a", "b"} and window.waited_s == 1.0
 
 
 def test_new_pods_keep_the_window_open_until_they_stop() -> None:
-    clock = StepClock()
+    clock = VirtualClock(100.0)
     arrivals = iter([["a"], ["a", "b"], ["a", "b", "c"], ["a", "b", "c"]])
     window = collect_batch(lambda: next(arrivals), clock, idle_s=1.0, max_s=10.0)
     assert window.uids == {"a", "b", "c"} and window.waited_s == 3.0
 
 
 def test_the_window_never_stays_open_longer_than_the_maximum() -> None:
-    clock = StepClock()
+    clock = VirtualClock(100.0)
     counter = iter(range(1000))
     window = collect_batch(lambda: [str(next(counter))], clock, idle_s=1.0, max_s=10.0)
     assert window.waited_s == 10.0 and len(window.uids) == 11
 
 
 def test_nothing_pending_means_no_wait() -> None:
-    clock = StepClock()
+    clock = VirtualClock(100.0)
     assert collect_batch(lambda: [], clock, idle_s=1.0, max_s=10.0).waited_s == 0.0
-    assert clock.t == 100.0
+    assert clock.now() == 100.0

@@ -44,6 +44,7 @@ def no_duplicates(world: SimulatedWorld) -> bool:
     return all(len(ids) == 1 for ids in instances_by_claim(world).values())
 
 
+@pytest.mark.slow
 def test_pending_pods_get_nodes_and_the_nodes_are_registered_and_initialized(make_world: MakeWorld) -> None:
     world = make_world()
     pending_at = scale(world, 5)
@@ -103,6 +104,7 @@ def test_an_api_server_outage_longer_than_the_retries_does_not_end_the_run(make_
     assert len(running(world)) == 3 and no_duplicates(world)
 
 
+@pytest.mark.slow
 def test_capacity_errors_on_every_type_leave_pods_pending_with_a_reason_and_retry_after_the_ttl(
     make_world: MakeWorld, tmp_path: Path
 ) -> None:
@@ -149,6 +151,7 @@ def test_a_run_killed_after_create_fleet_is_adopted_not_launched_twice(make_worl
     assert claim.state == "initialized" and claim.instance_id == world.live_instances()[0]["InstanceId"]
 
 
+@pytest.mark.slow
 def test_an_instance_no_claim_owns_whose_node_registered_is_readopted_not_terminated(
     make_world: MakeWorld,
 ) -> None:
@@ -236,6 +239,7 @@ def test_pods_no_pool_can_satisfy_get_a_reason_and_the_rest_are_provisioned(make
     )
 
 
+@pytest.mark.slow
 def test_an_instance_that_never_registers_is_terminated_after_15_minutes_and_replaced(
     make_world: MakeWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,6 +1,6 @@
 """Fixtures for the replacement launcher: a cluster config, a catalog, Kubernetes objects, and a seeded moto world.
 
-The Kubernetes side is the workflow tests' stateful `FakeCluster` (plus DaemonSets); the AWS side is moto, seeded
+The Kubernetes side is the shared stateful `tests.fakes.FakeCluster`; the AWS side is moto, seeded
 by `sim.aws.seed_cluster`, with the `FleetEmulator` on the EC2 client so CreateFleet picks the cheapest pool and
 can refuse pools with capacity errors, and the production `ClaimLauncher` over `Ec2Fleet` and DynamoDB stores on top.
 """
@@ -35,7 +35,7 @@ from longshore.services.replacement import ClusterReplacementLauncher
 from longshore_sim.aws import FleetEmulator, seed_cluster
 from longshore_sim.clock import VirtualClock
 from tests.builders import pod_manifest, real_catalog
-from tests.workflow.fakes import FakeCluster
+from tests.fakes import FakeCluster
 
 CLUSTER = "replace-cluster"
 NOW = 1_767_225_600.0
@@ -149,17 +149,6 @@ def running_pod(name: str, node: str, *, cpu: str = "1", memory: str = "1Gi", **
     return manifest
 
 
-class Cluster(FakeCluster):
-    """The workflow tests' fake cluster, plus DaemonSets."""
-
-    def __init__(self, clock: VirtualClock) -> None:
-        super().__init__(clock)
-        self.daemonsets: list[Manifest] = []
-
-    def list_daemonsets(self) -> list[Manifest]:
-        return list(self.daemonsets)
-
-
 def old_claim(node: Manifest, claim_id: str = "general-old") -> NodeClaim:
     """The initialized claim a node was launched for."""
     labels = node["metadata"]["labels"]
@@ -193,10 +182,10 @@ class Planning:
     clock: VirtualClock = field(default_factory=lambda: VirtualClock(NOW))
     store: MemoryClaimStore = field(default_factory=MemoryClaimStore)
     offerings: MemoryOfferingAvailability = field(default_factory=MemoryOfferingAvailability)
-    cluster: Cluster = field(init=False)
+    cluster: FakeCluster = field(init=False)
 
     def __post_init__(self) -> None:
-        self.cluster = Cluster(self.clock)
+        self.cluster = FakeCluster(self.clock)
 
     def launcher(self) -> ClusterReplacementLauncher:
         return ClusterReplacementLauncher(
@@ -219,7 +208,7 @@ class World:
     store: DynamoClaimStore
     offerings: DynamoOfferingAvailability
     instances: Ec2Instances
-    cluster: Cluster
+    cluster: FakeCluster
     clock: VirtualClock
     metrics: MemoryMetricsSink
     config: ClusterConfig = field(default_factory=cluster_config)
@@ -284,7 +273,7 @@ def world() -> Iterator[World]:
             store=DynamoClaimStore(table),
             offerings=DynamoOfferingAvailability(table),
             instances=Ec2Instances(ec2, CLUSTER),
-            cluster=Cluster(clock),
+            cluster=FakeCluster(clock),
             clock=clock,
             metrics=MemoryMetricsSink(),
         )

@@ -14,7 +14,8 @@ import pytest
 from longshore.core.claims import NodeClaim
 from longshore.core.model import ClusterConfig
 from longshore.ports.workflow import ReplacementUnavailableError
-from longshore.services.replacement import CAPACITY_PRESERVING_REASONS, current_claim_id, replacement_claim_id
+from longshore.services.replacement import current_claim_id, replacement_claim_id
+from longshore.services.replacement_plan import CAPACITY_PRESERVING_REASONS
 from tests.builders import zone_spread
 from tests.replacement.conftest import (
     NOW,

@@ -29,7 +29,8 @@ from longshore_sim.aws import seed_cluster
 from longshore_sim.clock import VirtualClock
 from tests.builders import real_catalog
 from tests.conftest import VALID_V1_MANIFESTS
-from tests.replacement.conftest import NOW, Cluster, node_manifest, running_pod
+from tests.fakes import FakeCluster
+from tests.replacement.conftest import NOW, node_manifest, running_pod
 
 CLUSTER = "demo-cluster"  # the name the valid-v1 seed manifests select subnets, groups and the role by
 TABLE = "longshore-demo"
@@ -39,7 +40,7 @@ SMALL_CATALOG = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "r5.large")
 
 
 @pytest.fixture(params=["seed-shapes", pytest.param("describe-instance-types", marks=pytest.mark.slow)])
-def environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+def environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[FakeCluster]:
     from longshore.config.loader import bundle_cluster
 
     instance_types.clear_cache()
@@ -66,7 +67,7 @@ def environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest)
                 return real_catalog(region, SMALL_CATALOG)
 
             monkeypatch.setattr("longshore.adapters.aws.instance_types.load_catalog", load_catalog)
-        cluster = Cluster(VirtualClock(NOW))
+        cluster = FakeCluster(VirtualClock(NOW))
         monkeypatch.setattr("longshore.adapters.kube.cluster.KubeCluster", lambda api, component: cluster)
         yield cluster
     instance_types.clear_cache()
@@ -81,7 +82,7 @@ def live_instances() -> list[dict[str, Any]]:
     return [i for r in pages["Reservations"] for i in r["Instances"]]
 
 
-def test_build_ports_wires_the_real_replacement_launcher(environment: Cluster) -> None:
+def test_build_ports_wires_the_real_replacement_launcher(environment: FakeCluster) -> None:
     ports = workflow_steps.build_workflow_steps(Runtime.from_env())
     assert isinstance(ports.replacements, ClusterReplacementLauncher)
 

@@ -18,26 +18,15 @@ from longshore.adapters.wake_gate import DEFAULT_WINDOW_S, LeaseWakeGate
 from longshore.core.triggers import PLANNER, PROVISIONER
 from longshore.wiring.trigger import TriggerPorts, serve
 from longshore_sim.aws import create_table
+from longshore_sim.clock import VirtualClock
+from tests.fakes import FakeTrigger
 
 SAMPLES = Path(__file__).resolve().parents[1] / "events" / "admission"
 SECRET = "s3cr3t-0123456789abcdefghijklmnopqrstuv"
 TABLE = "longshore-demo-state"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_700_000_000.0
-
-    def now(self) -> float:
-        return self.t
-
-
-class Recording:
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-
-    def trigger(self, reason: str) -> None:
-        self.reasons.append(reason)
+START = 1_700_000_000.0
 
 
 class CountingClient:
@@ -61,7 +50,7 @@ def aws() -> Any:
         yield CountingClient(secrets), arn, dynamodb
 
 
-def container(aws: Any, clock: Clock, provisioner: Recording, planner: Recording) -> TriggerPorts:
+def container(aws: Any, clock: VirtualClock, provisioner: FakeTrigger, planner: FakeTrigger) -> TriggerPorts:
     secrets, arn, dynamodb = aws
     return TriggerPorts(
         secret=CachedSecret(secrets, arn, clock.now),
@@ -79,8 +68,8 @@ def review(name: str) -> dict[str, Any]:
     "path", ["/", "/wrong", f"/{SECRET}x", f"/{SECRET[:-1]}", f"{SECRET}", f"/{SECRET}/"]
 )
 def test_a_request_without_the_secret_gets_403_and_wakes_nothing(aws: Any, path: str) -> None:
-    provisioner, planner = Recording(), Recording()
-    ports = container(aws, Clock(), provisioner, planner)
+    provisioner, planner = FakeTrigger(), FakeTrigger()
+    ports = container(aws, VirtualClock(START), provisioner, planner)
     event = function_url_event(review("admission-pod-create.json"))
     event["rawPath"] = path
 
@@ -93,24 +82,26 @@ def test_a_request_without_the_secret_gets_403_and_wakes_nothing(aws: Any, path:
 
 @pytest.mark.parametrize("event", [None, [], "text", {"rawPath": 7}, {}])
 def test_anything_that_is_not_a_request_gets_403(aws: Any, event: Any) -> None:
-    assert serve(event, container(aws, Clock(), Recording(), Recording()))["statusCode"] == 403
+    assert (
+        serve(event, container(aws, VirtualClock(START), FakeTrigger(), FakeTrigger()))["statusCode"] == 403
+    )
 
 
 def test_the_secret_is_read_once_per_container_per_cache_period(aws: Any) -> None:
-    clock = Clock()
-    ports = container(aws, clock, Recording(), Recording())
+    clock = VirtualClock(START)
+    ports = container(aws, clock, FakeTrigger(), FakeTrigger())
     for i in range(20):
         event = function_url_event(review("admission-pod-create.json"), secret=SECRET if i % 2 else "no")
         serve(event, ports)
 
     assert aws[0].reads == 1
-    clock.t += 301
+    clock.advance(301)
     serve(function_url_event(review("admission-pod-create.json")), ports)
     assert aws[0].reads == 2
 
 
 def test_a_burst_wakes_each_target_once_across_containers_then_again_after_the_window(aws: Any) -> None:
-    clock, provisioner, planner = Clock(), Recording(), Recording()
+    clock, provisioner, planner = VirtualClock(START), FakeTrigger(), FakeTrigger()
     containers = [container(aws, clock, provisioner, planner) for _ in range(3)]
     create, delete = review("admission-pod-create.json"), review("admission-pod-delete-bound.json")
 
@@ -122,7 +113,7 @@ def test_a_burst_wakes_each_target_once_across_containers_then_again_after_the_w
     assert {r["statusCode"] for r in responses} == {200}
     assert all(json.loads(r["body"])["response"]["allowed"] for r in responses)
     assert len(provisioner.reasons) == 1 and len(planner.reasons) == 1
-    clock.t += DEFAULT_WINDOW_S
+    clock.advance(DEFAULT_WINDOW_S)
     for ports in containers:
         serve(function_url_event(create, secret=SECRET), ports)
     assert len(provisioner.reasons) == 2
@@ -130,12 +121,12 @@ def test_a_burst_wakes_each_target_once_across_containers_then_again_after_the_w
 
 def test_an_unreadable_secret_gives_503_and_wakes_nothing(aws: Any) -> None:
     secrets, _, dynamodb = aws
-    provisioner = Recording()
+    provisioner = FakeTrigger()
     ports = TriggerPorts(
         secret=CachedSecret(
-            secrets, "arn:aws:secretsmanager:us-east-1:123456789012:secret:gone", Clock().now
+            secrets, "arn:aws:secretsmanager:us-east-1:123456789012:secret:gone", VirtualClock(START).now
         ),
-        gate=LeaseWakeGate(DynamoLease(DynamoTable(dynamodb, TABLE)), Clock().now),
+        gate=LeaseWakeGate(DynamoLease(DynamoTable(dynamodb, TABLE)), VirtualClock(START).now),
         triggers={PROVISIONER: provisioner},
     )
 
@@ -150,7 +141,7 @@ class BrokenGate:
 
 
 def test_an_unreachable_gate_fails_open_so_the_pod_still_wakes_its_target() -> None:
-    provisioner = Recording()
+    provisioner = FakeTrigger()
 
     class Secret:
         def current(self) -> str:
@@ -163,8 +154,8 @@ def test_an_unreachable_gate_fails_open_so_the_pod_still_wakes_its_target() -> N
 
 
 def test_a_dry_run_wakes_nothing_and_takes_no_gate(aws: Any) -> None:
-    provisioner = Recording()
-    ports = container(aws, Clock(), provisioner, Recording())
+    provisioner = FakeTrigger()
+    ports = container(aws, VirtualClock(START), provisioner, FakeTrigger())
     document = review("admission-pod-create.json")
     document["request"]["dryRun"] = True
 

@@ -13,19 +13,9 @@ import pytest
 from longshore.adapters.events.admission import admission_review, function_url_event
 from longshore.core.triggers import PLANNER, PROVISIONER, admission_targets
 from longshore.wiring import trigger as trigger_handler
+from tests.fakes import FakeTrigger
 
 SAMPLES = Path(__file__).resolve().parents[1] / "events" / "admission"
-
-
-class RecordingTrigger:
-    def __init__(self, fail: bool = False) -> None:
-        self.reasons: list[str] = []
-        self.fail = fail
-
-    def trigger(self, reason: str) -> None:
-        if self.fail:
-            raise RuntimeError("Lambda said no")
-        self.reasons.append(reason)
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -33,8 +23,8 @@ def sample(name: str) -> dict[str, Any]:
     return document
 
 
-def run(event: Any, fail: bool = False) -> tuple[dict[str, Any], RecordingTrigger, RecordingTrigger]:
-    provisioner, planner = RecordingTrigger(fail), RecordingTrigger(fail)
+def run(event: Any, fail: bool = False) -> tuple[dict[str, Any], FakeTrigger, FakeTrigger]:
+    provisioner, planner = FakeTrigger(fail), FakeTrigger(fail)
     response = trigger_handler.process(event, {PROVISIONER: provisioner, PLANNER: planner})
     return response, provisioner, planner
 

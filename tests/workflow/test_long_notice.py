@@ -10,6 +10,8 @@ the chain succeeds and the node is held by one execution at a time.
 
 from __future__ import annotations
 
+import pytest
+
 from longshore.core.commands import DisruptionCommand
 from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
 from tests.workflow.fakes import START, make_pdb, make_pod, new_world, run_clock
@@ -17,6 +19,7 @@ from tests.workflow.fakes import START, make_pdb, make_pod, new_world, run_clock
 DAY = 86_400.0
 
 
+@pytest.mark.slow
 def test_a_three_day_deadline_is_honoured_across_chained_executions() -> None:
     world = new_world()
     world.add_node("n1", "i-1")

@@ -13,7 +13,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from longshore.wiring.observability import entry_point
+from longshore.wiring.observability import entry_point, logger
 from longshore.wiring.planner import CONTAINER, process
 
 
@@ -22,4 +22,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point: `longshore.handlers.planner.handler`."""
     remaining = lambda: context.get_remaining_time_in_millis() / 1000.0  # noqa: E731
     report = process(CONTAINER.get(), remaining, time.sleep, owner=context.aws_request_id)
+    logger.info("planner invocation finished", extra=report.to_dict())
     return report.to_dict()

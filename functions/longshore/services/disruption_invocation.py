@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from longshore.services.invocation import InvocationReport, Stopped
 
 if TYPE_CHECKING:
     from longshore.services.disruption import DisruptionService, PassReport
@@ -28,21 +30,17 @@ LEASE_TTL_S: Final = 120.0
 
 
 @dataclass(frozen=True, slots=True)
-class InvocationReport:
-    """What one Lambda invocation did (the handler returns `to_dict()`)."""
+class PlannerTotals:
+    """The planner's own totals of one invocation (inside its `services.invocation.InvocationReport`)."""
 
-    passes: int
     started: tuple[str, ...]
     pending: tuple[str, ...]
-    stopped: str = "deadline"  # "quiet": nothing due soon; "lease-held": another invocation is deciding
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "passes": self.passes,
-            "started": list(self.started),
-            "pending": list(self.pending),
-            "stopped": self.stopped,
-        }
+        return {"started": list(self.started), "pending": list(self.pending)}
+
+
+PlannerInvocation: TypeAlias = InvocationReport[PlannerTotals]
 
 
 def next_pass_at(
@@ -73,7 +71,7 @@ def run_invocation(
     interval_s: float = PASS_INTERVAL_S,
     on_pass: Callable[[PassReport], None] | None = None,
     owner: str = "",
-) -> InvocationReport:
+) -> PlannerInvocation:
     """Pass, then pass again when `next_pass_at` asks and the wait ends `margin_s` before the deadline.
 
     The invocation stops as soon as a pass leaves nothing that time alone could change ("quiet"), so a quiet
@@ -87,7 +85,7 @@ def run_invocation(
     passes, longest = 0, 0.0
     started: list[str] = []
     last: PassReport | None = None
-    stopped = "deadline"
+    stopped: Stopped = "deadline"
     try:
         while True:  # at least one pass, then as many as are due and fit
             if lease is not None and not lease.acquire(LEASE_NAME, owner, clock.now(), LEASE_TTL_S):
@@ -112,4 +110,4 @@ def run_invocation(
         if lease is not None:
             lease.release(LEASE_NAME, owner)
     pending = last.pending.node_names if last is not None and last.pending is not None else ()
-    return InvocationReport(passes, tuple(started), pending, stopped)
+    return InvocationReport(passes, PlannerTotals(tuple(started), pending), stopped)

@@ -35,7 +35,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
@@ -52,6 +52,7 @@ from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import snapshot
 from longshore.services.batching import collect_batch
+from longshore.services.invocation import InvocationReport, Stopped
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
 from longshore.services.provisioner_events import PodEvents
@@ -431,23 +432,18 @@ def _outcome(result: LaunchResult, nodepool: str) -> LaunchOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class InvocationReport:
-    """What one invocation did, as the handler returns it."""
+class ProvisionerTotals:
+    """The provisioner's own totals of one invocation (inside its `services.invocation.InvocationReport`)."""
 
-    passes: int
     launched: tuple[str, ...]
     failed: tuple[str, ...]
     lease_waits: int
-    stopped: str  # "deadline" | "quiet"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "passes": self.passes,
-            "launched": list(self.launched),
-            "failed": list(self.failed),
-            "lease_waits": self.lease_waits,
-            "stopped": self.stopped,
-        }
+        return {"launched": list(self.launched), "failed": list(self.failed), "lease_waits": self.lease_waits}
+
+
+ProvisionerInvocation: TypeAlias = InvocationReport[ProvisionerTotals]
 
 
 def run_invocation(
@@ -456,7 +452,7 @@ def run_invocation(
     remaining_s: Callable[[], float],
     idle_wait: Callable[[float], None],
     on_pass: Callable[[PassResult], None] | None = None,
-) -> InvocationReport:
+) -> ProvisionerInvocation:
     """Run passes until one is quiet (`PassResult.quiet`, with `exit_when_quiet`) or `deadline_margin_s`
     before the deadline; between passes that found nothing to batch, `idle_wait(poll_s)`.
 
@@ -468,7 +464,7 @@ def run_invocation(
     passes = waits = 0
     launched: list[str] = []
     failed: list[str] = []
-    stopped = "deadline"
+    stopped: Stopped = "deadline"
     try:
         while remaining_s() > settings.deadline_margin_s:
             try:
@@ -492,4 +488,4 @@ def run_invocation(
             idle_wait(settings.poll_s)
     finally:
         service.release()
-    return InvocationReport(passes, tuple(launched), tuple(failed), waits, stopped)
+    return InvocationReport(passes, ProvisionerTotals(tuple(launched), tuple(failed), waits), stopped)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from longshore.services.disruption import DisruptionService, PassReport
-from longshore.services.disruption_invocation import InvocationReport, run_invocation
+from longshore.services.disruption_invocation import PlannerInvocation, run_invocation
 from longshore.wiring.container import Container
 from longshore.wiring.observability import logger
 from longshore.wiring.runtime import Runtime
@@ -57,7 +57,7 @@ def process(
     remaining_s: Callable[[], float],
     wait: Callable[[float], None],
     owner: str = "",
-) -> InvocationReport:
+) -> PlannerInvocation:
     """The invocation's loop, without the Lambda wiring; `owner` (the request id) holds the planner lease."""
 
     def log_pass(report: PassReport) -> None:

@@ -77,6 +77,13 @@ class Interruption(StrictModel):
         return policies
 
 
+class FeatureGates(StrictModel):
+    """Karpenter's feature gates that change what Longshore does (Helm `settings.featureGates`, the controller's
+    `--feature-gates` / `FEATURE_GATES`); each defaults as in Karpenter."""
+
+    spotToSpotConsolidation: bool = False
+
+
 class GlobalSettings(StrictModel):
     """Karpenter's global settings (v1alpha5 ConfigMap `karpenter-global-settings`, later flags/env)."""
 
@@ -94,6 +101,7 @@ class GlobalSettings(StrictModel):
     driftEnabled: bool = True
     preferencePolicy: str = "Respect"
     minValuesPolicy: str = "Strict"
+    featureGates: FeatureGates = FeatureGates()
 
     @field_validator("preferencePolicy")
     @classmethod

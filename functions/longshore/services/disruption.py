@@ -20,7 +20,9 @@ against ports only:
    are initialized and only then starts the executions. A replacement that cannot be launched abandons the
    decision before anything is touched.
 5. *Explain*: every decision is logged with its reason and $/h saved, every node passed over with its
-   reason (debug), and the same reasons are posted as Events on the nodes (`disruption_events`).
+   reason (debug), and the same reasons are posted as Events on the nodes (`disruption_events`), with
+   Karpenter's `ConsolidationCandidate` / `ConsolidationApproved` when a consolidation decision is made and
+   `ConsolidationRejected` when it fails re-validation or a move is judged not worth its disruption.
 6. *Measure*: `DisruptionDecisions{Reason}` per decision acted on, `ConsolidationSavingsPerHour{Reason}`.
    (Nodes disrupted, drain duration and PDB-blocked evictions are counted by the workflow steps, where they
    happen; the pools' cost per hour by the provisioner, which owns the claims.)
@@ -241,10 +243,11 @@ class DisruptionService:
                 )
         inp = self._with_started(current.input)
         plan = planner.plan(inp)
+        candidate: Decision | None = None
         for decision in plan.decisions:
             if decision.reason == DisruptionReason.UNDERUTILIZED:
                 if self.pending is None:
-                    self.pending = decision
+                    self.pending = candidate = decision
                     self.log.info(
                         "consolidation decision; acting after re-validation",
                         extra={
@@ -260,7 +263,7 @@ class DisruptionService:
             self.ports.conditions is not None
         ):  # Drifted, Consolidatable, Disrupting (core.disruption.conditions)
             self.ports.conditions.publish(current.claims, inp, {n: s.reason for n, s in self.started.items()})
-        events = self._explain(plan, dropped, current, now)
+        events = self._explain(plan, dropped, current, now, candidate)
         return PassReport(now, plan, tuple(acted), self.pending, tuple(dropped), events)
 
     def _record_pod_events(self, current: Snapshot) -> None:
@@ -488,10 +491,11 @@ class DisruptionService:
         dropped: Sequence[tuple[Decision, str]],
         current: Snapshot,
         now: float,
+        candidate: Decision | None = None,
     ) -> int:
         for skipped in plan.passed_over:
             self.log.debug("node passed over", extra={"node": skipped.node, "why": skipped.reason})
-        return self.events.explain(plan, dropped, current.node_manifests, current.unreadable, now)
+        return self.events.explain(plan, dropped, current.node_manifests, current.unreadable, now, candidate)
 
 
 def _tainted(node: ManagedNode) -> bool:

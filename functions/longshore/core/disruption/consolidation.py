@@ -20,7 +20,8 @@ Theory of operation (kubernetes-sigs/karpenter `pkg/controllers/disruption/conso
   single spot node has fewer than 15 cheaper spot types (the replacement is then launched from the 15
   cheapest only, so it is not consolidated again at once). A move that spans several spot nodes needs no
   such count, as in Karpenter. It is *rejected* (`PassedOverKind.REJECTED`) when it saves less than a
-  source pool's savings threshold, or when a `Balanced` pool's score is under 1/k (`scoring`).
+  source pool's own savings threshold, or when a `Balanced` pool's score is under 1/k (`scoring`); saving
+  less than the default 5 % stays an ordinary refusal (`UNCONSOLIDATABLE`).
 - **Re-validation**: a decision carries `validate_after = now + 15 s`; `revalidate` re-checks it on a fresh
   snapshot before anything acts.
 """
@@ -185,7 +186,8 @@ class ConsolidatingPass(PassState):
             removed, savings, self.pools, self.inp.consolidation_min_savings_fraction
         )
         if too_little:
-            return Refusal(too_little, PassedOverKind.REJECTED)
+            reason, own = too_little  # the long-standing 5 % default stays "Unconsolidatable"
+            return Refusal(reason, PassedOverKind.REJECTED if own else PassedOverKind.UNCONSOLIDATABLE)
         scores = balanced_scores(removed, savings, self.pools, self.totals)
         rejected = balanced_refusal(scores)
         if rejected:

@@ -43,7 +43,7 @@ class PassedOverKind(Enum):
     never consolidates or removes empty nodes (`consolidateAfter: Never`, `WhenEmpty`)..."""
     REJECTED = "rejected"
     """Consolidation found a move but judged it not worth the disruption: the Balanced score is under its
-    threshold, or the move saves less than the pool's savings threshold."""
+    threshold, or the move saves less than the pool's own savings threshold (its annotation)."""
     BLOCKED = "blocked"
     """Something forbids disrupting it now: a PDB, a budget, `do-not-disrupt`, not initialized, already being
     disrupted, nominated, or it takes pods evicted by another decision of the pass."""

@@ -150,8 +150,9 @@ def balanced_refusal(scores: Sequence[PoolScore]) -> str | None:
 
 def threshold_refusal(
     removed: Sequence[ManagedNode], savings: float, pools: Mapping[str, NodePool], default_fraction: float
-) -> str | None:
-    """Why the move saves too little for a source pool's savings threshold, or None when it saves enough."""
+) -> tuple[str, bool] | None:
+    """Why the move saves too little for a source pool's savings threshold, and whether that threshold is the
+    pool's own (the annotation) rather than the default; None when it saves enough."""
     by_pool: dict[str, float] = defaultdict(float)
     for node in removed:
         by_pool[node.nodepool] += node.price
@@ -164,13 +165,15 @@ def threshold_refusal(
             if share < default_fraction * pool_cost:
                 return (
                     f"saving ${savings:.4f}/h is under {default_fraction:.0%} of ${removed_cost:.4f}/h; "
-                    "not worth the disruption"
+                    "not worth the disruption",
+                    False,
                 )
             continue
         required = max(threshold.per_hour, threshold.fraction * pool_cost)
         if share < required:
             return (
                 f"left alone: the move saves ${share:.4f}/h for pool {name}, under its minimum of "
-                f"${required:.4f}/h ({SAVINGS_THRESHOLD_ANNOTATION}: {threshold.written})"
+                f"${required:.4f}/h ({SAVINGS_THRESHOLD_ANNOTATION}: {threshold.written})",
+                True,
             )
     return None

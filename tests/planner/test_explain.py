@@ -285,3 +285,30 @@ def test_what_if_removed_names_the_blocker_and_the_new_node_it_would_need(
     assert any(line.startswith("new node ") and "m5.xlarge" in line for line in answer["details"])
     assert "blocked: pod default/big has karpenter.sh/do-not-disrupt=true" in answer["details"]
     assert answer["verdict"] == "would-save" and answer["reason"].startswith("removing it saves $0.0000/h")
+
+
+def test_a_move_that_saves_less_than_the_pool_threshold_is_left_alone_with_the_reason(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    files["config"].write_text(
+        CONFIG.replace(
+            "metadata: {name: default}\nspec:\n  template:",
+            "metadata:\n  name: default\n  annotations: {longshore.io/consolidation-min-savings: $1/h}\n"
+            "spec:\n  template:",
+            1,
+        )
+    )
+    seed(
+        emulator,
+        files,
+        {"n1": "m5.xlarge", "n2": "m5.xlarge"},
+        [running_pod("w1", "n1", cpu="1"), running_pod("w2", "n2", cpu="1")],
+    )
+
+    answer = json.loads(explain(emulator, files, "n1", "--json").output)
+
+    assert answer["verdict"] == "left-alone"
+    assert answer["reason"] == (
+        "left alone: the move saves $0.1920/h for pool default, under its minimum of $1.0000/h "
+        "(longshore.io/consolidation-min-savings: $1/h)"
+    )

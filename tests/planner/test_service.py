@@ -122,8 +122,9 @@ def test_a_consolidation_that_no_longer_holds_is_dropped_with_its_reason() -> No
 
     assert report.acted == () and [d.node_names for d, _ in report.dropped] == [pending.node_names]
     assert w.simulator.executions() == ()
-    (event,) = w.events(pending.node_names[0], "Unconsolidatable")
-    assert event.message.startswith("re-validation failed: ")
+    (event,) = w.events(pending.node_names[0], "ConsolidationRejected")
+    assert event.message.startswith(f"Consolidation rejected: delete [{pending.node_names[0]}], reason: ")
+    assert event.message.endswith("(savings: $0.1920/h)")
 
 
 def test_drift_launches_the_replacement_first_and_taints_only_when_it_is_up() -> None:

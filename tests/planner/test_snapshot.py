@@ -123,6 +123,8 @@ def test_event_reasons_for_passed_over_nodes_follow_the_kind_not_the_words() -> 
     drifted = "drifted (AMI changed) but pod a/b would have nowhere to go (x)"
     assert event_reason_for(passed(drifted, PassedOverKind.BLOCKED)) == "DisruptionBlocked"
     assert event_reason_for(passed("empty for ever", PassedOverKind.UNCONSOLIDATABLE)) == "Unconsolidatable"
+    rejected = "Balanced consolidation rejects the move for pool p: ..."
+    assert event_reason_for(passed(rejected, PassedOverKind.REJECTED)) == "ConsolidationRejected"
 
 
 def test_config_pools_without_nodes_are_fine() -> None:

@@ -7,8 +7,10 @@ one the Lambda acts on:
 
 - a NODE: `core.disruption.planner.plan` gives either the decision that includes it (reason, replacements,
   $/h saved; a consolidation is carried out after a 15 s re-validation) or the reason it was passed over
-  (budget, PDB, do-not-disrupt, not initialized, no cheaper option...). Nodes this cluster does not own are
-  said to be so, and the pool's budgets are shown for every reason.
+  (budget, PDB, do-not-disrupt, not initialized, no cheaper option...); `left-alone` when a move exists but
+  is not worth its disruption (a `Balanced` pool's score, or the pool's
+  `longshore.io/consolidation-min-savings`). Nodes this cluster does not own are said to be so, and the
+  pool's budgets are shown for every reason.
 - a NODE with `--what-if-removed`: where each of its pods would go if the node were removed now (a node that
   exists, or a node the provisioner would launch, with its type and $/h), what that costs or saves per hour,
   and what would block a graceful removal (do-not-disrupt, a PodDisruptionBudget, the pool's budget). Nothing
@@ -42,6 +44,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.core.commands import DisruptionReason
 from longshore.core.disruption import budgets, planner
+from longshore.core.disruption.decisions import PassedOverKind
 from longshore.core.model import ClusterConfig
 from longshore.core.scheduling import SchedulingInput, solve
 from longshore.ports.store import ClaimStore
@@ -212,7 +215,7 @@ def load_catalog_for(config: ClusterConfig, live: bool) -> Catalog:
 class Answer:
     kind: str  # node | pod
     name: str
-    verdict: str  # decision | consolidation-candidate | blocked | not-managed | disrupting | running | pending | ...
+    verdict: str  # decision | consolidation-candidate | left-alone | blocked | not-managed | disrupting | running | ...
     reason: str
     details: tuple[str, ...] = field(default=())
 
@@ -277,6 +280,10 @@ def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
             if verdict == "consolidation-candidate":
                 text += " (acts after a 15 s re-validation)"
             return Answer("node", name, verdict, text, details)
+    skipped = next((p for p in plan.passed_over if p.node == name), None)
+    if skipped is not None and skipped.kind is PassedOverKind.REJECTED:
+        # a move exists but is not worth its disruption (Balanced score, or the pool's savings threshold)
+        return Answer("node", name, "left-alone", skipped.reason, details)
     reason = plan.reason_for(name) or "nothing to do"
     verdict = "disrupting" if reason == "already being disrupted" or managed.disrupting else "blocked"
     return Answer("node", name, verdict, reason, details)

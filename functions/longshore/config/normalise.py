@@ -31,6 +31,7 @@ from longshore.config.durations import BUDGET, parse_duration, parse_go_duration
 from longshore.config.schema import base, cluster, ec2, nodeclass, v1, v1alpha5
 from longshore.config.schema import kubelet as kubelet_schema
 from longshore.core.model import (
+    SAVINGS_THRESHOLD_ANNOTATION,
     AmiFamily,
     BlockDevice,
     Budget,
@@ -45,6 +46,7 @@ from longshore.core.model import (
     NodePool,
     Origin,
     Requirement,
+    SavingsThreshold,
     SelectorTerm,
     Settings,
     Taint,
@@ -251,6 +253,12 @@ def node_class_from_template(doc: v1alpha5.AWSNodeTemplate, origin: Origin) -> N
 UNBUDGETED = Budget(nodes="100%")  # v1alpha5 had no disruption budgets
 
 
+def _threshold(annotations: Mapping[str, str]) -> SavingsThreshold | None:
+    """The pool's `longshore.io/consolidation-min-savings` annotation (checked by the schema), if any."""
+    value = annotations.get(SAVINGS_THRESHOLD_ANNOTATION)
+    return SavingsThreshold.parse(value) if value is not None else None
+
+
 def pool_from_provisioner(doc: v1alpha5.Provisioner, origin: Origin) -> tuple[NodePool, NodeClass | None]:
     """A Provisioner as a pool; an inline `provider` becomes a node class named after the Provisioner."""
     spec = doc.spec
@@ -275,7 +283,10 @@ def pool_from_provisioner(doc: v1alpha5.Provisioner, origin: Origin) -> tuple[No
         startup_taints=taints(spec.startupTaints),
         expiry=Expiry(after_seconds=spec.ttlSecondsUntilExpired, forceful=False),
         disruption=Disruption(
-            consolidation_policy=policy, consolidate_after_seconds=after, budgets=(UNBUDGETED,)
+            consolidation_policy=policy,
+            consolidate_after_seconds=after,
+            budgets=(UNBUDGETED,),
+            consolidation_threshold=_threshold(doc.metadata.annotations),
         ),
         limits=Limits.parse(spec.limits.resources) if spec.limits is not None else Limits(),
         kubelet=kubelet(spec.kubeletConfiguration),
@@ -315,7 +326,10 @@ def pool_from_v1beta1(doc: v1.NodePoolV1beta1, origin: Origin) -> NodePool:
         **_template_fields(doc, origin),
         expiry=Expiry(after_seconds=parse_duration(disruption.expireAfter), forceful=False),
         disruption=Disruption(
-            consolidation_policy=policy, consolidate_after_seconds=after, budgets=_budgets(disruption.budgets)
+            consolidation_policy=policy,
+            consolidate_after_seconds=after,
+            budgets=_budgets(disruption.budgets),
+            consolidation_threshold=_threshold(doc.metadata.annotations),
         ),
         limits=Limits.parse(spec.limits),
         kubelet=kubelet(template.spec.kubelet),
@@ -334,6 +348,7 @@ def pool_from_v1(doc: v1.NodePoolV1, origin: Origin) -> NodePool:
             consolidation_policy=disruption.consolidationPolicy,  # type: ignore[arg-type]  # checked by the schema
             consolidate_after_seconds=parse_duration(disruption.consolidateAfter),
             budgets=_budgets(disruption.budgets),
+            consolidation_threshold=_threshold(doc.metadata.annotations),
         ),
         limits=Limits.parse(spec.limits),
         replicas=spec.replicas,
@@ -440,6 +455,7 @@ def settings(given: cluster.GlobalSettings) -> Settings:
         preference_policy=given.preferencePolicy,  # type: ignore[arg-type]  # checked by the schema
         min_values_policy=given.minValuesPolicy,  # type: ignore[arg-type]  # checked by the schema
         max_cost_per_hour=given.maxCostPerHour,
+        spot_to_spot_consolidation=given.featureGates.spotToSpotConsolidation,
     )
 
 

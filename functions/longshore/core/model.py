@@ -92,11 +92,50 @@ class Budget:
     reasons: tuple[str, ...] = ()
 
 
+SAVINGS_THRESHOLD_ANNOTATION = "longshore.io/consolidation-min-savings"
+
+
+@dataclass(frozen=True, slots=True)
+class SavingsThreshold:
+    """The least a consolidation move must save for the pool (a Longshore extension, not in Karpenter).
+
+    Written as the NodePool annotation `longshore.io/consolidation-min-savings`: `"10%"` (a share of the $/h
+    the move removes from the pool) or `"0.02"` / `"$0.02/h"` (dollars per hour). A move passes when the pool's
+    share of its net savings reaches `max(per_hour, fraction x removed $/h)`.
+    """
+
+    per_hour: float = 0.0
+    fraction: float = 0.0
+    written: str = ""
+
+    @staticmethod
+    def parse(text: str) -> SavingsThreshold:
+        """`"10%"`, `"0.02"` or `"$0.02/h"`; a ValueError says what is wrong."""
+        value = text.strip()
+        try:
+            if value.endswith("%"):
+                fraction = float(value[:-1]) / 100
+                if not 0 <= fraction < 1:
+                    raise ValueError
+                return SavingsThreshold(fraction=fraction, written=value)
+            amount = value.removeprefix("$").removesuffix("/h")
+            per_hour = float(amount)
+            if not 0 <= per_hour < 1e6 or amount != amount.strip():
+                raise ValueError
+            return SavingsThreshold(per_hour=per_hour, written=value)
+        except ValueError:
+            raise ValueError(
+                f"{SAVINGS_THRESHOLD_ANNOTATION} {text!r} is neither a share of the removed cost such as "
+                '"10%" (0-99%) nor dollars per hour such as "0.02" or "$0.02/h"'
+            ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Disruption:
     consolidation_policy: ConsolidationPolicy = "WhenEmptyOrUnderutilized"
     consolidate_after_seconds: int | None = 0  # None = Never
     budgets: tuple[Budget, ...] = (Budget(),)
+    consolidation_threshold: SavingsThreshold | None = None  # None: 5 % of the removed $/h (the default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +322,7 @@ class Settings:
     )
     min_values_policy: Literal["Strict", "BestEffort"] = "Strict"  # MIN_VALUES_POLICY
     max_cost_per_hour: float | None = None  # cluster-wide cap in USD/h on the nodes of every pool (Longshore)
+    spot_to_spot_consolidation: bool = False  # featureGates.spotToSpotConsolidation (off, as in Karpenter)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,12 @@ against ports only:
    are initialized and only then starts the executions. A replacement that cannot be launched abandons the
    decision before anything is touched.
 5. *Explain*: every decision is logged with its reason and $/h saved, every node passed over with its
-   reason (debug), and the same reasons are posted as Events on the nodes (`disruption_events`).
+   reason (debug), and the same reasons are posted as Events on the nodes (`disruption_events`), with
+   Karpenter's `ConsolidationCandidate` / `ConsolidationApproved` when a consolidation decision is made and
+   `ConsolidationRejected` when it fails re-validation or a move is judged not worth its disruption.
 6. *Measure*: `DisruptionDecisions{Reason}` per decision acted on, `ConsolidationSavingsPerHour{Reason}`,
-   `NodeRepairBlocked{NodePool}` (the workflow steps count what they do, the provisioner the pools' cost).
+   `NodeRepairBlocked{NodePool}`. (Nodes disrupted, drain duration and PDB-blocked evictions are counted by
+   the workflow steps, where they happen; the pools' cost per hour by the provisioner, which owns the claims.)
 
 An invocation's loop of passes is `disruption_invocation.run_invocation` (some of its names are re-exported here).
 
@@ -238,10 +241,11 @@ class DisruptionService:
                 )
         inp = self._with_started(current.input)
         plan = planner.plan(inp)
+        candidate: Decision | None = None
         for decision in plan.decisions:
             if decision.reason == DisruptionReason.UNDERUTILIZED:
                 if self.pending is None:
-                    self.pending = decision
+                    self.pending = candidate = decision
                     self.log.info(
                         "consolidation decision; acting after re-validation",
                         extra={
@@ -258,7 +262,7 @@ class DisruptionService:
             self.ports.metrics.emit(telemetry.NODE_REPAIR_BLOCKED, float(held.unhealthy), "Count", dims)
         if self.ports.conditions is not None:  # Drifted, Consolidatable, Disrupting (core.disruption)
             self.ports.conditions.publish(current.claims, inp, {n: s.reason for n, s in self.started.items()})
-        events = self._explain(plan, dropped, current, now)
+        events = self._explain(plan, dropped, current, now, candidate)
         return PassReport(now, plan, tuple(acted), self.pending, tuple(dropped), events)
 
     def _record_pod_events(self, current: Snapshot) -> None:
@@ -489,10 +493,11 @@ class DisruptionService:
         dropped: Sequence[tuple[Decision, str]],
         current: Snapshot,
         now: float,
+        candidate: Decision | None = None,
     ) -> int:
         for skipped in plan.passed_over:
             self.log.debug("node passed over", extra={"node": skipped.node, "why": skipped.reason})
-        return self.events.explain(plan, dropped, current.node_manifests, current.unreadable, now)
+        return self.events.explain(plan, dropped, current.node_manifests, current.unreadable, now, candidate)
 
 
 def _tainted(node: ManagedNode) -> bool:

@@ -31,6 +31,7 @@ from longshore.core.labels import (
     normalize_key,
     restricted_reason,
 )
+from longshore.core.model import SAVINGS_THRESHOLD_ANNOTATION, SavingsThreshold
 
 Dialect = str  # "v1alpha5" | "v1beta1" | "v1"
 
@@ -206,6 +207,22 @@ class Metadata(BaseModel):
     @classmethod
     def _name(cls, name: str) -> str:
         return check_object_name(name)
+
+
+class PoolMetadata(Metadata):
+    """A pool's metadata: Longshore reads one annotation of its own, `longshore.io/consolidation-min-savings`
+    (`core.model.SavingsThreshold`), which Karpenter's API server accepts and ignores like any annotation."""
+
+    @field_validator("annotations")
+    @classmethod
+    def _threshold(cls, annotations: dict[str, str]) -> dict[str, str]:
+        value = annotations.get(SAVINGS_THRESHOLD_ANNOTATION)
+        if value is not None:
+            try:
+                SavingsThreshold.parse(value)
+            except ValueError as exc:
+                raise FieldRuleError(str(exc), at=(SAVINGS_THRESHOLD_ANNOTATION,), value=value) from None
+        return annotations
 
 
 # --- requirements -------------------------------------------------------------------------------------------

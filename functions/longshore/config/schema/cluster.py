@@ -77,6 +77,13 @@ class Interruption(StrictModel):
         return policies
 
 
+class FeatureGates(StrictModel):
+    """Karpenter's feature gates that change what Longshore does (Helm `settings.featureGates`, the controller's
+    `--feature-gates` / `FEATURE_GATES`); each defaults as in Karpenter."""
+
+    spotToSpotConsolidation: bool = False
+
+
 class GlobalSettings(StrictModel):
     """Karpenter's global settings (v1alpha5 ConfigMap `karpenter-global-settings`, later flags/env)."""
 
@@ -95,6 +102,7 @@ class GlobalSettings(StrictModel):
     preferencePolicy: str = "Respect"
     minValuesPolicy: str = "Strict"
     maxCostPerHour: float | None = None  # Longshore: cluster-wide dollar limit (USD/h) on every pool's nodes
+    featureGates: FeatureGates = FeatureGates()
 
     @field_validator("preferencePolicy")
     @classmethod

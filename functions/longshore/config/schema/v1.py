@@ -19,7 +19,7 @@ from longshore.config.schema.base import (
     BudgetV1,
     BudgetV1beta1,
     FieldRuleError,
-    Metadata,
+    PoolMetadata,
     Quantity,
     Requirement,
     StrictModel,
@@ -274,7 +274,7 @@ class NodePoolSpecV1(StrictModel):
 class NodePoolV1beta1(StrictModel):
     apiVersion: str
     kind: str
-    metadata: Metadata
+    metadata: PoolMetadata
     spec: NodePoolSpecV1beta1
     status: object = None
 
@@ -282,6 +282,6 @@ class NodePoolV1beta1(StrictModel):
 class NodePoolV1(StrictModel):
     apiVersion: str
     kind: str
-    metadata: Metadata
+    metadata: PoolMetadata
     spec: NodePoolSpecV1
     status: object = None

@@ -19,6 +19,7 @@ from pydantic import field_validator, model_validator
 from longshore.config.schema.base import (
     FieldRuleError,
     Metadata,
+    PoolMetadata,
     Quantity,
     RequirementV1alpha5,
     StrictModel,
@@ -227,7 +228,7 @@ class ProvisionerSpec(StrictModel):
 class Provisioner(StrictModel):
     apiVersion: str
     kind: str
-    metadata: Metadata
+    metadata: PoolMetadata
     spec: ProvisionerSpec
     status: object = None
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from longshore.core.commands import DisruptionReason
+from longshore.core.disruption.scoring import PoolScore
 from longshore.core.disruption.state import ManagedNode
 from longshore.core.scheduling.plan import ClaimPlan
 
@@ -26,6 +27,7 @@ class Decision:
     forceful: bool = False
     validate_after: float | None = None
     deadline: float | None = None  # drain deadline set by the decision itself (a repair before an EC2 event)
+    scores: tuple[PoolScore, ...] = ()  # consolidation: each Balanced source pool's approving score
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -40,6 +42,9 @@ class PassedOverKind(Enum):
     UNCONSOLIDATABLE = "unconsolidatable"
     """Consolidation has nothing better for it: no cheaper option, its pods would have nowhere to go, the pool
     never consolidates or removes empty nodes (`consolidateAfter: Never`, `WhenEmpty`)..."""
+    REJECTED = "rejected"
+    """Consolidation found a move but judged it not worth the disruption: the Balanced score is under its
+    threshold, or the move saves less than the pool's own savings threshold (its annotation)."""
     BLOCKED = "blocked"
     """Something forbids disrupting it now: a PDB, a budget, `do-not-disrupt`, not initialized, already being
     disrupted, nominated, or it takes pods evicted by another decision of the pass."""

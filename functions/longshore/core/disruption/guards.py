@@ -9,9 +9,8 @@ a pod protected by `do-not-disrupt` (including its duration form) or `do-not-evi
 that allows no disruption now, or a pod covered by more than one PDB. Each check returns a sentence a
 person understands; the first that applies is the node's reason.
 
-Disruption cost orders candidates (cheapest to disrupt first): per pod
-`clamp(1 + deletion_cost / 2^27 + priority / 2^25, -10, 10)`, summed, times the share of the node's life
-left before expiry.
+`eviction_cost` is Karpenter's per-pod disruption cost, `clamp(1 + deletion_cost / 2^27 + priority / 2^25,
+-10, 10)`; `scoring` sums it into a node's disruption cost (consolidation order, Balanced score).
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from longshore.core.disruption.state import (
     PdbView,
 )
 from longshore.core.drain import parse_go_duration, parse_timestamp
-from longshore.core.model import NodePool
 from longshore.core.pods import Pod
 
 
@@ -89,15 +87,11 @@ def graceful_blocker(
     return node_blocker(node, now, for_consolidation=for_consolidation) or pods_blocker(node, pdbs, now)
 
 
-def disruption_cost(node: ManagedNode, pool: NodePool, now: float) -> float:
-    total = 0.0
-    for pod in node.reschedulable_pods():
-        try:
-            deletion_cost = float(dict(pod.annotations).get(POD_DELETION_COST, "0"))
-        except ValueError:
-            deletion_cost = 0.0
-        total += min(10.0, max(-10.0, 1 + deletion_cost / 2**27 + pod.priority / 2**25))
-    expire = pool.expiry.after_seconds
-    if expire:
-        total *= min(1.0, max(0.0, (expire - (now - node.created_at)) / expire))
-    return total
+def eviction_cost(pod: Pod) -> float:
+    """Karpenter's `EvictionCost` (kubernetes-sigs/karpenter `pkg/utils/disruption/disruption.go`):
+    `clamp(1 + pod-deletion-cost / 2^27 + priority / 2^25, -10, 10)`; an unreadable deletion cost counts 0."""
+    try:
+        deletion_cost = float(dict(pod.annotations).get(POD_DELETION_COST, "0"))
+    except ValueError:
+        deletion_cost = 0.0
+    return min(10.0, max(-10.0, 1 + deletion_cost / 2**27 + pod.priority / 2**25))

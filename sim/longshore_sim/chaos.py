@@ -191,6 +191,9 @@ def run_seed(seed: int, faults: Iterable[str] = FAULT_KINDS) -> SeedResult:
     return result
 
 
+_worker_settled = False
+
+
 def _run_one(job: tuple[int, tuple[str, ...]]) -> SeedResult:
     import logging
 
@@ -200,6 +203,22 @@ def _run_one(job: tuple[int, tuple[str, ...]]) -> SeedResult:
         return run_seed(*job)
     finally:
         logging.disable(before)  # in-process runs (tests) leave logging as they found it
+        _settle_worker()
+
+
+def _settle_worker() -> None:
+    """In a worker process, after its first seed: what is still alive then (modules, botocore and moto models,
+    the instance catalog) lives as long as the process, so move it out of the collector's sight (`gc.freeze`):
+    every later full collection scans only the seed's own objects (about 0.3 s less a seed)."""
+    global _worker_settled
+    import gc
+    import multiprocessing
+
+    if _worker_settled or multiprocessing.current_process().name == "MainProcess":
+        return
+    _worker_settled = True
+    gc.collect()
+    gc.freeze()
 
 
 def run(

@@ -623,6 +623,8 @@ class ScenarioRunner:
                 world.clock.now() + spec.duration, lambda: world.cluster.emulator.faults.remove(fault)
             )
             note = f"t={step.at:g}s: the Kubernetes API answers {spec.status} for {spec.duration:g}s"
+        elif step.api_timeouts is not None:
+            note = self._time_out_api(step)
         elif step.dynamo_throttle is not None:
             throttle = step.dynamo_throttle
             for operation in throttle.operations:
@@ -642,6 +644,19 @@ class ScenarioRunner:
             note = f"t={step.at:g}s: new AMI release {step.ami.release} ({len(published)} SSM parameters updated)"
         self.obs.notes.append(note)
         self.planner.poke()
+
+    def _time_out_api(self, step: Step) -> str:
+        from longshore_sim.kubeapi import timeouts
+
+        spec = step.api_timeouts
+        assert spec is not None
+        world = self.world
+        faults = world.cluster.emulator.faults
+        timeouts.install(world.api_client, faults, world.sleep)
+        fault = faults.add(resource=spec.resource, verb=spec.verb, timeout=True, served=spec.served)
+        world.clock.call_at(world.clock.now() + spec.duration, lambda: faults.remove(fault))
+        served = ", served but unanswered" if spec.served else ""
+        return f"t={step.at:g}s: Kubernetes API requests time out{served} for {spec.duration:g}s"
 
     # -- interruption events, EC2 reclaims, rotations ---------------------------------------------------------
 

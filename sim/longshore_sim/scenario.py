@@ -144,6 +144,17 @@ class ApiFaults(_Strict):
     verb: str | None = None
 
 
+class ApiTimeouts(_Strict):
+    """Kubernetes API requests matching the rule time out for `duration`: the answer never comes, the client's
+    read timeout passes (on virtual time) and urllib3 raises `ReadTimeoutError`; with `served` the server
+    still carries each request out (a write applied, its answer lost)."""
+
+    duration: Duration = 30.0
+    served: bool = False
+    resource: str | None = None
+    verb: str | None = None
+
+
 class DynamoThrottle(_Strict):
     """The claim table throttles: each listed DynamoDB operation fails its next `times` calls with
     `ProvisionedThroughputExceededException` (more than the functions' retries absorb when `times` > 4)."""
@@ -176,6 +187,7 @@ ACTIONS = (
     "delete_node",
     "node_health",
     "api_faults",
+    "api_timeouts",
     "cold_start",
     "dynamo_throttle",
     "lose_claim_table",
@@ -200,6 +212,7 @@ class Step(_Strict):
     delete_node: DeleteNode | None = Field(None, alias="deleteNode")
     node_health: NodeHealth | None = Field(None, alias="nodeHealth")
     api_faults: ApiFaults | None = Field(None, alias="apiFaults")
+    api_timeouts: ApiTimeouts | None = Field(None, alias="apiTimeouts")
     cold_start: ColdStart | None = Field(None, alias="coldStart")
     dynamo_throttle: DynamoThrottle | None = Field(None, alias="dynamoThrottle")
     lose_claim_table: LoseClaimTable | None = Field(None, alias="loseClaimTable")

@@ -334,12 +334,15 @@ class SimulatedWorld:
         for handler, level in self._muted:
             handler.setLevel(level)
         self._muted = []
+        client = getattr(self, "api_client", None)
+        if client is not None:
+            # Close the keep-alive connections: each one keeps an emulator handler thread, and through it this
+            # whole world, alive after the run (chaos workers run seed after seed in one process).
+            client.rest_client.pool_manager.clear()
+            client.close()
         cluster = getattr(self, "cluster", None)
         if cluster is not None:
             cluster.close()
-        client = getattr(self, "api_client", None)
-        if client is not None:
-            client.close()
         if self._mock is not None:
             self._mock.stop()
             self._mock = None

@@ -12,14 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from urllib3.exceptions import ReadTimeoutError
 
 from longshore.adapters.kube import cluster as kube_cluster
+from longshore.adapters.kube.retry import is_transient
 from longshore.core import telemetry
 from longshore.core.claims import REGISTRATION_TIMEOUT_S
 from longshore.core.offerings import UNAVAILABLE_TTL_S
 from longshore.services.provisioner import LEASE_NAME, ProvisionerSettings
 from longshore_sim.aws import SimulatedCrash
-from longshore_sim.kubeapi import Fault
+from longshore_sim.kubeapi import Fault, timeouts
 from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import (
     all_instances,
@@ -92,6 +94,38 @@ def test_kube_api_5xx_and_timeouts_are_retried(
 
     assert server_errors.hits == 3 and slow.hits == 2
     assert len(running(world)) == 3 and no_duplicates(world)
+
+
+def test_kube_api_read_timeouts_on_virtual_time_are_retried_and_a_served_write_is_not_repeated(
+    make_world: MakeWorld,
+) -> None:
+    """The chaos `k8s-timeout` fault: answers that never come cost the client its 30 s read timeout of virtual
+    time and raise urllib3's ReadTimeoutError; the retry layer goes on, and a node list the server did serve
+    (its answer lost) is read again, nothing launched twice."""
+    world = make_world()
+    faults = world.cluster.emulator.faults
+    timeouts.install(world.api_client, faults, world.sleep)
+    lost = faults.add(Fault(resource="pods", verb="list", timeout=True, times=2))
+    served = faults.add(Fault(resource="nodes", verb="list", timeout=True, served=True, times=1))
+    started = world.clock.now()
+    scale(world, 3)
+    world.invoke(timeout_s=240)
+
+    assert lost.hits == 2 and served.hits == 1
+    assert world.fleet_request_times[0] - started >= 3 * timeouts.DEFAULT_READ_TIMEOUT_S
+    assert len(running(world)) == 3 and no_duplicates(world)
+
+
+def test_a_read_timeout_is_what_urllib3_raises_and_the_retry_layer_retries_it(make_world: MakeWorld) -> None:
+    world = make_world()
+    faults = world.cluster.emulator.faults
+    timeouts.install(world.api_client, faults, world.sleep)
+    faults.add(Fault(resource="nodes", verb="list", timeout=True, times=1))
+    started = world.clock.now()
+    with pytest.raises(ReadTimeoutError, match=r"read timeout=30"):
+        world.api_client.call_api("/api/v1/nodes", "GET", _request_timeout=kube_cluster.REQUEST_TIMEOUT)
+    assert world.clock.now() - started == pytest.approx(kube_cluster.REQUEST_TIMEOUT[1])
+    assert is_transient(ReadTimeoutError(None, "/api/v1/nodes", "Read timed out."))  # type: ignore[arg-type]
 
 
 def test_an_api_server_outage_longer_than_the_retries_does_not_end_the_run(make_world: MakeWorld) -> None:

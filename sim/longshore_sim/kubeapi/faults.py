@@ -1,4 +1,4 @@
-"""Fault injection: make chosen routes slow, fail with 5xx or 429, or drop watch streams mid-way.
+"""Fault injection: make chosen routes slow, fail with 5xx or 429, time out, or drop watch streams mid-way.
 
 Theory of operation: a test adds `Fault` rules to the emulator's `FaultInjector`; every request is described
 by a `Route` (resource with optional subresource, verb, namespace, name) and each rule that matches it fires.
@@ -7,6 +7,11 @@ pod lists fail with 503" and later check that its code really went through them.
 (wall seconds, so client timeouts can be exercised) is served first, then an error status (with
 `Retry-After` for 429), and for watches `drop_after` closes the stream after that many events without the
 terminating chunk, as a load balancer cutting a connection would.
+
+A `timeout` rule is not the server's to fire: the answer never reaches the client, whose read timeout passes.
+The client side consumes it (`fire_timeout`, used by `kubeapi.timeouts`, which raises urllib3's
+`ReadTimeoutError` after the read timeout of virtual time); with `served` the server still carries the request
+out first (a write applied whose answer was lost), otherwise it never sees it. `fire` ignores timeout rules.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ class Fault:
     times: int | None = None
     retry_after: int = 1
     message: str = "injected fault"
+    timeout: bool = False
+    served: bool = False
     hits: int = field(default=0, init=False)
 
     def matches(self, route: Route) -> bool:
@@ -90,16 +97,28 @@ class FaultInjector:
         latency, status, retry_after, message, drop_after = 0.0, None, 1, "", None
         with self._lock:
             for fault in list(self._faults):
-                if not fault.matches(route):
+                if fault.timeout or not fault.matches(route):
                     continue
-                fault.hits += 1
-                if fault.times is not None:
-                    fault.times -= 1
-                    if fault.times <= 0:
-                        self._faults.remove(fault)
+                self._use(fault)
                 latency += fault.latency
                 if fault.status is not None and status is None:
                     status, retry_after, message = fault.status, fault.retry_after, fault.message
                 if fault.drop_after is not None and route.verb == "watch":
                     drop_after = fault.drop_after if drop_after is None else min(drop_after, fault.drop_after)
         return Effect(latency, status, retry_after, message, drop_after)
+
+    def fire_timeout(self, route: Route) -> Fault | None:
+        """Consume one use of the first timeout rule matching `route` (the client's side of the fault)."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.timeout and fault.matches(route):
+                    self._use(fault)
+                    return fault
+        return None
+
+    def _use(self, fault: Fault) -> None:
+        fault.hits += 1
+        if fault.times is not None:
+            fault.times -= 1
+            if fault.times <= 0:
+                self._faults.remove(fault)

@@ -21,8 +21,10 @@ APIResponseCompression does; `bytes_sent` counts what went over the wire.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import socket
 import sys
 import threading
 import time
@@ -104,6 +106,27 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
     def __init__(self, state: ServerState) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.state = state
+        self.connections: set[Any] = set()
+        self._connections_lock = threading.Lock()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self.connections.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._connections_lock:
+                self.connections.discard(request)
+
+    def server_close(self) -> None:
+        """Also end the keep-alive connections still open: each holds a handler thread (and through it the
+        store) waiting for a next request that will never come."""
+        super().server_close()
+        with self._connections_lock:
+            open_now = list(self.connections)
+        for connection in open_now:
+            with contextlib.suppress(OSError):  # already gone
+                connection.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client hanging up (timeouts, dropped watches) is normal; anything else is kept as a failure."""

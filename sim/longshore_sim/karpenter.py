@@ -12,7 +12,9 @@ in every simulation, as the deployed planner does.
 A deleted NodeClaim or Node (`kubectl delete nodeclaim|node`) wakes the provisioner (`SimulatedWorld.trigger`):
 deployed, the next scheduled invocation (within a minute) notices it; the runner skips scheduled invocations
 while the world is quiet, so without the wake a deletion in a quiet sandbox would wait for the next unrelated
-event.
+event. For the same reason a NodePool or EC2NodeClass created, changed or deleted with kubectl (its spec, not
+a status write) wakes the provisioner and the planner: with `poolSource: both` their containers read it and
+rebuild, and the provisioner writes its status.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from longshore_sim.world import SimulatedWorld
 
 log = logging.getLogger(__name__)
+POOL_KINDS = ("nodepools", "ec2nodeclasses")
 
 
 class KarpenterObjects:
@@ -36,6 +39,14 @@ class KarpenterObjects:
     def _on_admission(self, operation: str, plural: str, obj: Any, old: Any) -> None:
         if operation == "DELETE" and plural in ("nodeclaims", "nodes"):
             self._world.trigger(f"{plural[:-1]} {(old or {}).get('metadata', {}).get('name')} deleted")
+        if plural in POOL_KINDS and (
+            operation == "DELETE" or (obj or {}).get("spec") != (old or {}).get("spec")
+        ):
+            # a pool or class applied with kubectl (not a status write): deployed, the next scheduled
+            # invocations read it within a minute; here they may be skipped as quiet, so wake both functions
+            name = (obj or old or {}).get("metadata", {}).get("name")
+            self._world.trigger(f"{plural[:-1]} {name} {operation.lower()}d")
+            self._world.wake_planner(f"{plural[:-1]} {name} {operation.lower()}d")
 
     def publish(self) -> None:
         """What the provisioner handler does after its passes: `ProvisionerRuntime.publish_objects` of the

@@ -482,6 +482,10 @@ class SimulatedWorld:
         for callback in self.provisioner_triggers:
             callback(f"admission: {reason}")
 
+    def wake_planner(self, reason: str) -> None:
+        """Start a planner invocation now (as the trigger function does)."""
+        self._planner_trigger(reason)
+
     def _planner_trigger(self, reason: str) -> None:
         for callback in self.planner_triggers:
             callback(reason)

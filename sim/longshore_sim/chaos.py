@@ -9,7 +9,8 @@ Rules:
   the workflow-steps Lambda dying after a step's work and before its answer,
   Kubernetes API errors (5xx, 429) for tens of seconds, DynamoDB throttling (up to twice what the retries
   absorb), a claim table that loses every item, planner cold starts, new AMI releases (drift),
-  manual rotations, and `kubectl delete node`.
+  manual rotations, `kubectl delete node`, and cluster config changes (`config-change`: a random budget,
+  limit or requirement of a pool published to the SSM parameter, reverted a few minutes later).
 - The scenario runs on the simulation exactly like a shipped one and is judged by every rule of its checker
   (PDBs, `do-not-disrupt`, budgets, duplicate launches, pods that never ran, unsafe terminations, voluntary
   unavailability). A step that finds no node to act on is skipped and noted, never an error.
@@ -47,6 +48,7 @@ FAULT_KINDS = (
     "delete-node",
     "dynamo-throttle",
     "lost-table",
+    "config-change",
 )
 
 
@@ -86,10 +88,29 @@ def _step(rng: random.Random, kind: str, at: float) -> dict[str, Any]:
     return {"at": at, "deleteNode": any_node}
 
 
+def _config_change(rng: random.Random, at: float) -> list[dict[str, Any]]:
+    """A random change of one pool of the example cluster, and its revert 1-5 minutes later (pods left pending
+    by a limit or a requirement must still get a node before the 10-minute never-ran rule)."""
+    pool = rng.choice(["general", "spot-batch"])
+    change: dict[str, Any] = {"pool": pool}
+    what = rng.choice(["budget", "limit", "requirement"])
+    if what == "budget":
+        change["budgets"] = [{"nodes": rng.choice(["0", "1", "50%"])}]
+    elif what == "limit":
+        change["limits"] = {"cpu": rng.choice(["0", "4", "16"])}
+    else:
+        category = rng.choice([["m"], ["c"], ["c", "m"]])
+        change["requirements"] = [
+            {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": category}
+        ]
+    revert = {"at": round(at + rng.uniform(60, 300)), "config": {"revert": True}}
+    return [{"at": at, "config": change}, revert]
+
+
 def generate(seed: int, faults: Iterable[str] = FAULT_KINDS) -> dict[str, Any]:
     """The scenario of `seed` as a document (what `--report` writes and `longshore simulate` reads)."""
     rng = random.Random(seed)
-    kinds = [k for k in FAULT_KINDS if k in set(faults)] or ["scale"]
+    kinds = [k for k in FAULT_KINDS if k in set(faults) and k != "config-change"] or ["scale"]
     steps = [
         {"at": 60, "scale": {"deployment": "db", "replicas": rng.randint(3, 8)}},
         {"at": 90, "scale": {"deployment": "inflate", "replicas": rng.randint(2, 12)}},
@@ -100,6 +121,10 @@ def generate(seed: int, faults: Iterable[str] = FAULT_KINDS) -> dict[str, Any]:
         if at > DURATION_S - 600:
             break
         steps.append(_step(rng, rng.choice(kinds), round(at)))
+    if "config-change" in set(faults):  # drawn apart, so the other steps of a seed stay what they were
+        other = random.Random(f"config-change-{seed}")
+        for _ in range(other.randint(1, 2)):
+            steps.extend(_config_change(other, round(other.uniform(300, DURATION_S - 900))))
     return {
         "name": f"chaos-{seed}",
         "description": f"randomised run, seed {seed} (longshore chaos --seed {seed})",

@@ -11,7 +11,8 @@ Rules:
   answer never comes, for 20 s to 2 min, the client's 30 s read timeout passing on virtual time; half the time
   the server still carries them out, a write applied and its answer lost), DynamoDB throttling (up to twice what the retries
   absorb), a claim table that loses every item, planner cold starts, new AMI releases (drift),
-  manual rotations, and `kubectl delete node`.
+  manual rotations, `kubectl delete node`, and cluster config changes (`config-change`: a random budget,
+  limit or requirement of a pool published to the SSM parameter, reverted a few minutes later).
 - The scenario runs on the simulation exactly like a shipped one and is judged by every rule of its checker
   (PDBs, `do-not-disrupt`, budgets, duplicate launches, pods that never ran, unsafe terminations, voluntary
   unavailability). A step that finds no node to act on is skipped and noted, never an error.
@@ -53,8 +54,9 @@ FAULT_KINDS = (
     "dynamo-throttle",
     "lost-table",
     "k8s-timeout",
+    "config-change",
 )
-ADDED = ("k8s-timeout",)
+ADDED = ("k8s-timeout", "config-change")  # drawn from their own random streams
 MIXED = tuple(k for k in FAULT_KINDS if k not in ADDED)
 
 
@@ -103,6 +105,25 @@ def _step(rng: random.Random, kind: str, at: float) -> dict[str, Any]:
     return {"at": at, "deleteNode": any_node}
 
 
+def _config_change(rng: random.Random, at: float) -> list[dict[str, Any]]:
+    """A random change of one pool of the example cluster, and its revert 1-5 minutes later (pods left pending
+    by a limit or a requirement must still get a node before the 10-minute never-ran rule)."""
+    pool = rng.choice(["general", "spot-batch"])
+    change: dict[str, Any] = {"pool": pool}
+    what = rng.choice(["budget", "limit", "requirement"])
+    if what == "budget":
+        change["budgets"] = [{"nodes": rng.choice(["0", "1", "50%"])}]
+    elif what == "limit":
+        change["limits"] = {"cpu": rng.choice(["0", "4", "16"])}
+    else:
+        category = rng.choice([["m"], ["c"], ["c", "m"]])
+        change["requirements"] = [
+            {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": category}
+        ]
+    revert = {"at": round(at + rng.uniform(60, 300)), "config": {"revert": True}}
+    return [{"at": at, "config": change}, revert]
+
+
 def generate(seed: int, faults: Iterable[str] = FAULT_KINDS) -> dict[str, Any]:
     """The scenario of `seed` as a document (what `--report` writes and `longshore simulate` reads)."""
     rng = random.Random(seed)
@@ -118,7 +139,7 @@ def generate(seed: int, faults: Iterable[str] = FAULT_KINDS) -> dict[str, Any]:
         if at > DURATION_S - 600:
             break
         steps.append(_step(rng, rng.choice(kinds), round(at)))
-    for kind in (k for k in ADDED if k in chosen):
+    for kind in (k for k in ADDED if k in chosen and k != "config-change"):
         own = random.Random(f"{seed}/{kind}")
         at = 300.0
         while True:
@@ -126,6 +147,10 @@ def generate(seed: int, faults: Iterable[str] = FAULT_KINDS) -> dict[str, Any]:
             if at > DURATION_S - 600:
                 break
             steps.append(_step(own, kind, round(at)))
+    if "config-change" in chosen:  # drawn apart, so the other steps of a seed stay what they were
+        other = random.Random(f"config-change-{seed}")
+        for _ in range(other.randint(1, 2)):
+            steps.extend(_config_change(other, round(other.uniform(300, DURATION_S - 900))))
     steps.sort(key=lambda step: float(step["at"]))
     return {
         "name": f"chaos-{seed}",

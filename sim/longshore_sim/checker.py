@@ -27,7 +27,9 @@ execution history). At every observation it compares the pods with the previous 
    reason at that instant: the minimum `nodes` of the budgets that list the reason (or none) and whose
    schedule window was active (`core.disruption.budgets`), a percentage taken of the pool's initialized
    nodes and rounded up. Budgets are judged at the decision, as Karpenter does: a node someone deletes by
-   hand after a decision does not make that decision a violation.
+   hand after a decision does not make that decision a violation. When the cluster config changed
+   (`config_published`), a decision is judged against the most permissive of the configs in force during the
+   `CONFIG_LAG_S` (one invocation) before it, since a function reads the config when its invocation starts.
 4. *Terminated with evictable pods.* When an instance is terminated (by Longshore, or reclaimed by EC2), every
    pod still bound to its node that the drain would have evicted (`core.drain.left_reason` is None), that is
    not already terminating, whose PDBs all allowed a disruption at that moment and that had no active
@@ -77,6 +79,7 @@ DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 REASON_ANNOTATION = "longshore.io/disruption-reason"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 VOLUNTARY_REASONS = frozenset({"empty", "drifted", "underutilized", "expired", "rotation"})
+CONFIG_LAG_S = 120.0  # a function's invocation (the stack's timeout): how long it may use an older config
 GRACEFUL_REASONS = {
     "empty": budgets.EMPTY,
     "drifted": budgets.DRIFTED,
@@ -173,6 +176,7 @@ class RuleChecker:
     _expected: set[str] = field(default_factory=set)  # namespace/deployment the scenario shrank or deleted
     _disrupting: dict[str, set[str]] = field(default_factory=dict)  # pool -> nodes seen disrupting
     _decided: dict[str, float] = field(default_factory=dict)  # node -> when its disruption was decided
+    _configs: list[tuple[float, ClusterConfig]] = field(default_factory=list)  # (published at, config)
     _spans: dict[str, list[tuple[str, float, float | None]]] = field(
         default_factory=dict
     )  # pool -> (node, decided, ended or None) of every disruption seen
@@ -365,9 +369,36 @@ class RuleChecker:
                 return False
         return True
 
+    def config_published(self, at: float, config: ClusterConfig) -> None:
+        """A changed cluster config was published at `at` (virtual epoch); decisions are judged against the
+        configs a function could have been running on then."""
+        if not self._configs:
+            self._configs.append((-math.inf, self.config))
+        self._configs.append((at, config))
+        self.config = config
+
+    def _configs_at(self, decided: float) -> list[ClusterConfig]:
+        """The configs a decision at `decided` may have been made with: a function reads the config at the
+        start of its invocation, which lasts at most `CONFIG_LAG_S`, so any config in force then."""
+        if not self._configs:
+            return [self.config]
+        since = decided - CONFIG_LAG_S
+        return [
+            config
+            for index, (at, config) in enumerate(self._configs)
+            if at <= decided and (index + 1 == len(self._configs) or self._configs[index + 1][0] > since)
+        ]
+
     def _allowed(self, pool_name: str, reason: str, node_count: int, now: float) -> int | None:
+        """The most any config in force at the decision allowed (None: one of them set no limit)."""
+        allowed = [self._allowed_by(c, pool_name, reason, node_count, now) for c in self._configs_at(now)]
+        return None if not allowed or None in allowed else max(a for a in allowed if a is not None)
+
+    def _allowed_by(
+        self, config: ClusterConfig, pool_name: str, reason: str, node_count: int, now: float
+    ) -> int | None:
         try:
-            pool = self.config.pool(pool_name)
+            pool = config.pool(pool_name)
         except KeyError:
             return None
         caps: list[int] = []

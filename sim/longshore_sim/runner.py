@@ -57,7 +57,7 @@ from email.utils import format_datetime, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-from longshore.config import load_cluster
+from longshore.config import bundle_cluster, load_cluster
 from longshore.core import cron
 from longshore.core.claims import instance_id_of
 from longshore.core.commands import RotationRequest
@@ -76,10 +76,11 @@ from longshore.services.snapshot import daemonset_pods, unschedulable_condition
 from longshore_sim.aws import SimulatedCrash
 from longshore_sim.checker import RuleChecker, is_daemon_pod, is_running, node_of, pod_key
 from longshore_sim.cluster.health import set_condition
+from longshore_sim.config_change import changed_text, parse
 from longshore_sim.kubeapi.meta import labels_of, metadata
 from longshore_sim.lp_bound import BoundReport, lower_bounds
 from longshore_sim.report import Observations, Sample, plot, summarise, write_summary
-from longshore_sim.scenario import Scenario, ScenarioError, Step
+from longshore_sim.scenario import ConfigChange, Scenario, ScenarioError, Step
 from longshore_sim.world import LAMBDA_TIMEOUT_S, SimulatedWorld, launched_instance_ids
 
 SCHEDULE_S = 60.0  # EventBridge starts the provisioner and the planner every minute
@@ -237,12 +238,15 @@ class PlannerCadence:
         self._timer = None
         self._next = None
         now = self.world.clock.now()
+        fresh = False
         if self._fresh_invocation or self._invocation_deadline is None or now >= self._invocation_deadline:
             self._invocation_deadline = now + LAMBDA_TIMEOUT_S - PLANNER_MARGIN_S
-            self._fresh_invocation = False
+            self._fresh_invocation, fresh = False, True
         self._invocation_running = True
         try:
-            report = self.world.planner.run_pass()
+            # a new invocation takes the container's planner, rebuilt first if the cluster config changed
+            service = self.world.planner_invocation() if fresh else self.world.planner
+            report = service.run_pass()
         except Exception as error:  # the invocation fails, as a Lambda does; the schedule starts the next
             self.failed += 1
             self.runner.obs.notes.append(f"t={self.runner._t():.1f}s: a planner pass failed ({error})")
@@ -393,11 +397,21 @@ class ScenarioRunner:
             self.scenario.config_paths(), region=self.scenario.region, cluster_name=self.scenario.cluster_name
         )
 
+    def config_text(self) -> str:
+        """The scenario's cluster as the SSM parameter holds it (`bundle_cluster`), read by every function."""
+        return bundle_cluster(
+            self.scenario.config_paths(), region=self.scenario.region, cluster_name=self.scenario.cluster_name
+        )
+
     def run(self) -> SimulationResult:
         wall_started = time.perf_counter()
         config = self.load_config()
         self.config = config
-        with SimulatedWorld(config, boot_delay=self.scenario.boot_delay) as world:
+        self._first_config_text = self.config_text()
+        world = SimulatedWorld(
+            config, boot_delay=self.scenario.boot_delay, config_text=self._first_config_text
+        )
+        with world:
             self.world = world
             self._wall_started = wall_started
             self.start = world.clock.now()
@@ -635,6 +649,8 @@ class ScenarioRunner:
             )
         elif step.lose_claim_table is not None:
             note = f"t={step.at:g}s: the claim table lost all {world.lose_claim_table()} of its items"
+        elif step.config is not None:
+            note = f"t={step.at:g}s: the cluster config changed: {self._change_config(step.config)}"
         elif step.cold_start is not None:
             world.cold_start_planner()
             note = f"t={step.at:g}s: the planner's container is replaced (cold start)"
@@ -646,17 +662,26 @@ class ScenarioRunner:
         self.planner.poke()
 
     def _time_out_api(self, step: Step) -> str:
-        from longshore_sim.kubeapi import timeouts
-
         spec = step.api_timeouts
         assert spec is not None
         world = self.world
         faults = world.cluster.emulator.faults
-        timeouts.install(world.api_client, faults, world.sleep)
+        world.time_out_kube_api()
         fault = faults.add(resource=spec.resource, verb=spec.verb, timeout=True, served=spec.served)
         world.clock.call_at(world.clock.now() + spec.duration, lambda: faults.remove(fault))
         served = ", served but unanswered" if spec.served else ""
         return f"t={step.at:g}s: Kubernetes API requests time out{served} for {spec.duration:g}s"
+
+    def _change_config(self, change: ConfigChange) -> str:
+        """Publish the changed config to the SSM parameter; the checker judges later decisions against it."""
+        world = self.world
+        text, what = changed_text(
+            world.config_text or "", self._first_config_text, change, self.scenario.resolve, self.config
+        )
+        self.config = parse(text, self.config)
+        world.publish_config(text)
+        self.checker.config_published(world.clock.now(), self.config)
+        return what
 
     # -- interruption events, EC2 reclaims, rotations ---------------------------------------------------------
 

@@ -169,6 +169,33 @@ class LoseClaimTable(_Strict):
     """Every item of the claim table is deleted; live nodes must be re-adopted, not terminated."""
 
 
+class ConfigChange(_Strict):
+    """Publish a changed cluster config to the SSM parameter the functions read (a deploy): a NodePool's
+    budgets, limits or requirements changed (`pool`), another config (`files`), or the first one back
+    (`revert`). Every function uses it from its next invocation (`sim.config_change`)."""
+
+    pool: str | None = None
+    budgets: list[dict[str, Any]] | None = None
+    limits: dict[str, Any] | None = None
+    requirements: list[dict[str, Any]] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    revert: bool = False
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ConfigChange:
+        changes_pool = self.budgets is not None or self.limits is not None or bool(self.requirements)
+        kinds = [bool(self.files), self.revert, self.pool is not None]
+        if sum(kinds) != 1:
+            raise ValueError(
+                "a config step gives one of `pool` (with its changes), `files` or `revert: true`"
+            )
+        if self.pool is not None and not changes_pool:
+            raise ValueError(f"the config step names pool {self.pool} but changes nothing in it")
+        if self.pool is None and changes_pool:
+            raise ValueError("`budgets`, `limits` and `requirements` change a pool: name it with `pool`")
+        return self
+
+
 class ColdStart(_Strict):
     """A function's container is replaced: its next invocation starts from nothing (no warm memory)."""
 
@@ -191,6 +218,7 @@ ACTIONS = (
     "cold_start",
     "dynamo_throttle",
     "lose_claim_table",
+    "config",
 )
 
 
@@ -216,6 +244,7 @@ class Step(_Strict):
     cold_start: ColdStart | None = Field(None, alias="coldStart")
     dynamo_throttle: DynamoThrottle | None = Field(None, alias="dynamoThrottle")
     lose_claim_table: LoseClaimTable | None = Field(None, alias="loseClaimTable")
+    config: ConfigChange | None = None
     note: str | None = None
 
     @model_validator(mode="after")

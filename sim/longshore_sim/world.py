@@ -1,41 +1,50 @@
-"""A simulated world for the provisioner: moto's AWS, a simulated EKS cluster, and the Lambda's adapters wired to both.
+"""A simulated world for Longshore's functions: moto's AWS, a simulated EKS cluster, and the functions built by
+the production wiring against both.
 
-Theory of operation: `SimulatedWorld` builds, inside moto's in-process `mock_aws`, everything the provisioner
-Lambda reads and writes, and wires the production adapters exactly as `handlers.provisioner` does:
+Theory of operation: `SimulatedWorld` builds, inside moto's in-process `mock_aws`, everything the functions read
+and write, then builds every function as its Lambda handler does: a `wiring.container.Container` over the
+production `build_provisioner`, `build_planner`, `build_interruption` and `build_workflow_steps`, each container
+making its `Runtime` with `new_runtime` (`Runtime.assembled` from the simulation's parts):
 
 - AWS: `sim.aws.seed_cluster` (VPC, subnets and security group tagged for discovery, node role and instance
-  profile, EKS cluster, the DynamoDB table, AMIs and their public SSM parameters). The launcher's EC2 client
+  profile, EKS cluster, the DynamoDB table, AMIs and their public SSM parameters). The functions' EC2 client
   carries the `FleetEmulator` (allocation order, capacity errors, ClientToken idempotency, crash injection)
-  and a `ThrottleInjector`; a second, plain EC2 client is what the simulated kubelets and the observers read.
+  and a `ThrottleInjector`; their DynamoDB client makes one botocore attempt (botocore's retries sleep in wall
+  time; the patient table retries on the virtual clock) and carries the claim table's `ThrottleInjector`. A
+  second, plain EC2 client is what the simulated kubelets and the observers read.
 - Kubernetes: `sim.cluster.SimulatedCluster` (the API emulator on 127.0.0.1, the scheduler, kubelets that turn
-  moto's instances into Nodes after the boot delay, workload controllers) on a `VirtualClock`. The
-  provisioner reaches it through the real kubernetes client, configured by `adapters.aws.eks.api_client`
-  from `eks:DescribeCluster` and a presigned STS token, pointed at the emulator's loopback URL.
+  moto's instances into Nodes after the boot delay, workload controllers) on a `VirtualClock`. The functions
+  reach it through the real kubernetes client, configured by `adapters.aws.eks.api_client` from
+  `eks:DescribeCluster` and a presigned STS token, pointed at the emulator's loopback URL. Unfiltered pod and
+  node lists skip the watch cache (its catch-up waits for the server to be quiet in wall time).
+- The cluster config: with `config_text` (what the runner gives: the scenario's files bundled), it is the SSM
+  parameter the functions read at every invocation, merged with the NodePools and EC2NodeClasses in the
+  emulator when its `poolSource` says so; `publish_config` changes it and every function rebuilds at its next
+  invocation, as deployed. Without it (tests of the provisioner alone) `config` is used as it is.
 - Time: every wait of the system under test (batching, throttling backoff, Kubernetes retries) is
   `SimulatedWorld.sleep`, which steps the simulated cluster, so controllers and kubelets run while the
   provisioner "sleeps" and no wall time is spent.
 
-The disruption side is wired the same way, as `handlers.planner`, `handlers.workflow_steps` and
-`handlers.interruption` wire it:
+The functions:
 
-- `planner`: `services.disruption.DisruptionService` with `PlannerPorts` on the kubernetes client, the claim
-  store, the launcher (planned replacements) and `handlers.planner.ResolvedImages` (the AMIs the node classes
-  resolve to now, re-read every 5 min). The runner calls `run_pass()` on its cadence.
+- `provisioners`: `service()` is the service of one invocation (`ProvisionerRuntime.service`, taken with
+  `Container.get`, so a changed config rebuilds it first); `invoke()` runs one invocation.
+- `planners`: the runner takes the planner with `planner_invocation()` at the start of each invocation and
+  `planner` between passes; `cold_start_planner()` drops the built function, as a new container would.
 - `sfn`: `sim.stepfunctions.StepFunctionsSimulator` on the virtual clock, running the real definitions of
-  `workflow.definition` (`workflows`, a `SimulatedWorkflows`, is both the planner's and the interruption
-  handler's workflow port); its Task states run `handlers.workflow_steps.process_step` in process against
-  `step_ports` (the kubernetes client, the claim store, EC2 and the real `ClusterReplacementLauncher`).
-  Every step's output passes `step_observers` (the runner reads drain deadlines there, as one would read the
+  `workflow.definition` (`workflows`, a `SimulatedWorkflows`, is every function's workflow port); its Task
+  states run `wiring.workflow_steps.process_step` in process on the `steps` container's `StepPorts`. Every
+  step's output passes `step_observers` (the runner reads drain deadlines there, as one would read the
   execution history).
-- `interruption`: `services.interruption.InterruptionService`, fed by `poll_queue()`: one event-source-mapping
-  poll of the moto SQS queue, delivered through `handlers.interruption.process_batch` in the Lambda's SQS
-  event shape; messages not reported in `batchItemFailures` are deleted, the others made visible again. The
-  service's `ProvisionerTrigger` is the world itself: `trigger()` records the request and calls
-  `provisioner_triggers` (the runner starts a provisioner pass at once).
+- `interruptions`: fed by `poll_queue()`: one event-source-mapping poll of the moto SQS queue, delivered
+  through `wiring.interruption.process_batch` in the Lambda's SQS event shape; messages not reported in
+  `batchItemFailures` are deleted, the others made visible again. The service's `ProvisionerTrigger` is the
+  world itself: `trigger()` records the request and calls `provisioner_triggers` (the runner starts a
+  provisioner pass at once).
 
-`invoke()` is one Lambda invocation (`services.provisioner.run_invocation` with a virtual deadline). Tests
-use the world directly to inject faults (`fleet`, `throttle`, `cluster.emulator.faults`) and assert outcomes;
-`sim.runner.ScenarioRunner` drives it from a scenario file.
+`runtime` is the world's own view through the same wiring (`store`, `lease`, `instances`, `kube`...), for tests
+and observers. Tests use the world directly to inject faults (`fleet`, `throttle`, `cluster.emulator.faults`)
+and assert outcomes; `sim.runner.ScenarioRunner` drives it from a scenario file.
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -62,6 +71,12 @@ from longshore.services.provisioner import (
     run_invocation,
 )
 from longshore_sim.clock import VirtualClock
+
+if TYPE_CHECKING:
+    from longshore.services.disruption import DisruptionService
+    from longshore.services.interruption import InterruptionService
+    from longshore.wiring.runtime import Runtime
+    from longshore.workflow.context import StepPorts
 
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
@@ -94,8 +109,12 @@ class SimulatedWorld:
         zones: Sequence[str] | None = None,
         clock: VirtualClock | None = None,
         orphan_grace_s: float | None = None,
+        config_text: str | None = None,
     ) -> None:
         self.config = config
+        self.config_text = config_text  # the SSM parameter's YAML; None: `config` is used as it is
+        self._runtimes: list[Runtime] = []
+        self._kube_timeouts = False  # every function's kube client honours the emulator's timeout faults
         self.boot_delay = boot_delay
         self.zones = tuple(zones or (f"{config.region}{z}" for z in DEFAULT_ZONES))
         self.clock = clock or VirtualClock()
@@ -126,18 +145,7 @@ class SimulatedWorld:
         from moto import mock_aws
 
         from longshore.adapters.aws import retry
-        from longshore.adapters.aws.dynamodb import (
-            DynamoClaimStore,
-            DynamoLease,
-            DynamoOfferingAvailability,
-            DynamoTable,
-        )
-        from longshore.adapters.aws.eks import TokenSource, api_client, describe_cluster
-        from longshore.adapters.aws.fleet import Ec2Fleet
         from longshore.adapters.aws.instance_types import load_catalog
-        from longshore.adapters.aws.instances import Ec2Instances
-        from longshore.adapters.kube.cluster import KubeCluster
-        from longshore.services.launch import ClaimLauncher
         from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
 
@@ -182,121 +190,141 @@ class SimulatedWorld:
             self.throttle = ThrottleInjector().attach(self.ec2)
             self.cluster.start()
             # botocore's own retries sleep in real time; on virtual time the patient layer retries alone
-            dynamodb = session.client(
+            self.dynamodb = session.client(
                 "dynamodb",
                 region_name=self.config.region,
                 config=retry.CLIENT_CONFIG.merge(
                     Config(retries={"total_max_attempts": 1, "mode": "standard"})
                 ),
             )
-            self.dynamo_throttle = ThrottleInjector("ProvisionedThroughputExceededException").attach(dynamodb)
-            self.table = DynamoTable(dynamodb, self.seeded.table_name, sleep=self.sleep)
-            self.store = DynamoClaimStore(self.table)
-            self.offerings = DynamoOfferingAvailability(self.table)
-            self.lease = DynamoLease(self.table)
-            self.instances = Ec2Instances(self.ec2, self.config.name)
-            info = describe_cluster(session.client("eks", region_name=self.config.region), self.config.name)
-            tokens = TokenSource.for_cluster(
-                session.client("sts", region_name=self.config.region), self.config.name, self.clock.now
+            self.dynamo_throttle = ThrottleInjector("ProvisionedThroughputExceededException").attach(
+                self.dynamodb
             )
-            self.api_client = api_client(info, tokens, endpoint=self.cluster.emulator.url)
-            self.kube = KubeCluster(self.api_client, sleep=self.sleep, now=self.clock.now)
-            self.ec2_fleet = fleet = Ec2Fleet(
-                ec2=self.ec2,
-                ssm=retry.client(session, "ssm", self.config.region),
-                iam=session.client("iam", region_name=self.config.region),
-                cluster=info,
-                sleep=self.sleep,
-            )
-            self.launcher = ClaimLauncher(
-                fleet=fleet,
-                config=self.config,
-                store=self.store,
-                offerings=self.offerings,
-                instances=self.instances,
-                clock=self.clock,
-            )
-            self._start_disruption(session, info)
+            self.ssm = retry.client(session, "ssm", self.config.region)
+            self._start_functions(session)
             self.cluster.store.admission.append(self._admission_webhook)
         except BaseException:
             self.close()
             raise
         return self
 
-    def _start_disruption(self, session: Any, info: Any) -> None:
-        """The planner, the workflows on the Step Functions simulator, and the interruption handler."""
-        from longshore.adapters.aws import retry
-        from longshore.adapters.aws.amis import AmiResolver, ResolvedImages
-        from longshore.adapters.kube.cluster import KubeCluster
-        from longshore.services.disruption import DisruptionService, PlannerPorts
-        from longshore.services.interruption import InterruptionService, rebalance_policies
-        from longshore.services.replacement import ClusterReplacementLauncher
-        from longshore.workflow.context import StepPorts
+    def _start_functions(self, session: Any) -> None:
+        """Every function as its handler builds it: a `Container` per function over the production `build_*`,
+        each runtime assembled from the simulation's parts (`new_runtime`)."""
+        from longshore.config.settings import RuntimeSettings
+        from longshore.wiring.container import Container
+        from longshore.wiring.interruption import build_interruption
+        from longshore.wiring.planner import build_planner
+        from longshore.wiring.provisioner import build_provisioner
+        from longshore.wiring.workflow_steps import build_workflow_steps
         from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator
 
         config = self.config
         self._mute_lambda_stdout()
-        self.ssm = retry.client(session, "ssm", config.region)
-        steps_cluster = KubeCluster(
-            self.api_client, component="longshore-disruption", sleep=self.sleep, now=self.clock.now
-        )
-        self.replacements = ClusterReplacementLauncher(
-            cluster=steps_cluster,
-            store=self.store,
-            offerings=self.offerings,
-            launcher=self.launcher,
-            config=config,
-            catalog=lambda: self.catalog,
-            metrics=self.metrics,
-        )
-        self.step_ports = StepPorts(
+        account = "123456789012"
+        self.settings = RuntimeSettings(
             cluster_name=config.name,
-            cluster=steps_cluster,
-            claims=self.store,
-            instances=self.instances,
-            replacements=self.replacements,
-            clock=self.time,
-            termination_grace_periods={p.name: p.termination_grace_period_seconds for p in config.node_pools},
+            region=config.region,
+            config_parameter=f"/longshore/{config.name}/config",
+            table_name=self.seeded.table_name,
+            disruption_state_machine_arn=(
+                f"arn:aws:states:{config.region}:{account}:stateMachine:{config.name}-disruption"
+            ),
+            provisioner_function_name=f"{config.name}-provisioner",
+            planner_function_name=f"{config.name}-planner",
         )
+        if self.config_text is not None:
+            self.publish_config(self.config_text)
         self.sfn = StepFunctionsSimulator(self.clock, self._invoke_step)
         self.workflows = SimulatedWorkflows(self.sfn)
-        self._new_planner: Callable[[], DisruptionService] = lambda: DisruptionService(
-            config,
-            lambda: self.catalog,
-            PlannerPorts(
-                cluster=KubeCluster(
-                    self.api_client, component="longshore-disruption", sleep=self.sleep, now=self.clock.now
-                ),
-                claims=self.store,
-                offerings=self.offerings,
-                workflow=self.workflows,
-                launcher=self.launcher,
-                clock=self.time,
-                metrics=self.metrics,
-                images=ResolvedImages(
-                    lambda: AmiResolver(self.ssm, self.ec2), config.kubernetes_version, self.clock.now
-                ),
-            ),
-            logging.getLogger("longshore.planner"),
-        )
-        self.planner = self._new_planner()
-        self.interruption = InterruptionService(
-            claims=self.store,
-            offerings=self.offerings,
-            workflow=self.workflows,
-            cluster=KubeCluster(
-                self.api_client, component="longshore-interruption", sleep=self.sleep, now=self.clock.now
-            ),
-            instances=self.instances,
-            provisioner=self,
-            clock=self.time,
-            rebalance_policy=rebalance_policies(config),
-        )
         self.sqs = session.client("sqs", region_name=config.region)
         self.queue_url = self.seeded.queue_url
         self.queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
+        self.provisioners = Container(build_provisioner, self.new_runtime)
+        self.planners = Container(build_planner, self.new_runtime)
+        self.interruptions = Container(build_interruption, self.new_runtime)
+        self.steps = Container(build_workflow_steps, self.new_runtime)
+        # The world's own view, for tests and observers: the same wiring, never rebuilt.
+        self.runtime = self.new_runtime()
+        self.table = self.runtime.table
+        self.store = self.runtime.claims
+        self.offerings = self.runtime.offerings
+        self.lease = self.runtime.lease
+        self.instances = self.runtime.instances
+        self.api_client = self.runtime.kube_api
+        self.kube = self.runtime.kube_cluster()
+
+    def new_runtime(self) -> Runtime:
+        """The `Runtime` of a new container of any function: moto's session, the emulator's URL, the virtual
+        clock, the simulation's EC2, SSM and DynamoDB clients, the simulated workflows and the world as the
+        interruption handler's provisioner trigger. With `config_text`, the config is the SSM parameter's, read
+        again at every invocation as deployed; otherwise `config` is used as it is."""
+        from longshore.wiring.runtime import Runtime, RuntimeParts
+
+        parts = RuntimeParts(
+            clients={"ec2": self.ec2, "ssm": self.ssm, "dynamodb": self.dynamodb},
+            workflows=self.workflows,
+            catalog=lambda: self.catalog,
+            provisioner_trigger=self,
+            config=None if self.config_text is not None else self.config,
+            watch_cache=False,  # its catch-up waits for quiet in wall time; virtual time cannot
+        )
+        runtime = Runtime.assembled(
+            self.settings,
+            parts,
+            session=self.session,
+            clock=self.time,
+            kube_endpoint=self.cluster.emulator.url,
+            metrics=self.metrics,
+        )
+        self._runtimes.append(runtime)
+        if self._kube_timeouts:
+            self._install_timeouts(runtime)
+        return runtime
+
+    def time_out_kube_api(self) -> None:
+        """Let the emulator's `timeout` faults reach every function's kubernetes client, the containers built
+        from now on included (`kubeapi.timeouts`: the client's side of a read timeout, on virtual time)."""
+        self._kube_timeouts = True
+        for runtime in self._runtimes:
+            self._install_timeouts(runtime)
+
+    def _install_timeouts(self, runtime: Runtime) -> None:
+        from longshore_sim.kubeapi import timeouts
+
+        timeouts.install(runtime.kube_api, self.cluster.emulator.faults, self.sleep)
+
+    def publish_config(self, text: str) -> None:
+        """Put a cluster config in the SSM parameter the functions read at every invocation (a deploy, or
+        `aws ssm put-parameter`); every function uses it from its next invocation."""
+        self.ssm.put_parameter(
+            Name=self.settings.config_parameter, Value=text, Type="String", Tier="Advanced", Overwrite=True
+        )
+        self.config_text = text
+
+    @property
+    def launcher(self) -> Any:
+        """The provisioner container's claim launcher."""
+        return self.provisioners.current().launcher
+
+    @property
+    def planner(self) -> DisruptionService:
+        """The planner container's service as it is (no config re-read: between passes of one invocation)."""
+        return self.planners.current()
+
+    def planner_invocation(self) -> DisruptionService:
+        """The planner at the start of an invocation: rebuilt first when the cluster config changed."""
+        return self.planners.get()
+
+    @property
+    def interruption(self) -> InterruptionService:
+        return self.interruptions.current()
+
+    @property
+    def step_ports(self) -> StepPorts:
+        return self.steps.current()
 
     def lose_claim_table(self) -> int:
         """Every item of the claim table deleted (a restore gone wrong, a person emptying it): the claims, the
@@ -314,8 +342,9 @@ class SimulatedWorld:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def cold_start_planner(self) -> None:
-        """Replace the planner's container: a new service with no memory of earlier passes."""
-        self.planner = self._new_planner()
+        """Replace the planner's container: the next invocation builds the function again, from a new
+        runtime, with no memory of earlier passes."""
+        self.planners.install(None)
 
     def _mute_lambda_stdout(self) -> None:
         """The Lambda modules' Powertools loggers print JSON to stdout (CloudWatch's input); in the simulation
@@ -334,15 +363,17 @@ class SimulatedWorld:
         for handler, level in self._muted:
             handler.setLevel(level)
         self._muted = []
-        client = getattr(self, "api_client", None)
-        if client is not None:
-            # Close the keep-alive connections: each one keeps an emulator handler thread, and through it this
-            # whole world, alive after the run (chaos workers run seed after seed in one process).
-            client.rest_client.pool_manager.clear()
-            client.close()
         cluster = getattr(self, "cluster", None)
         if cluster is not None:
             cluster.close()
+        for runtime in self._runtimes:
+            client = runtime.__dict__.get("kube_api")
+            if client is not None:
+                # Close the keep-alive connections: each one keeps an emulator handler thread, and through it
+                # this whole world, alive after the run (chaos workers run seed after seed in one process).
+                client.rest_client.pool_manager.clear()
+                client.close()
+        self._runtimes = []
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
@@ -369,21 +400,9 @@ class SimulatedWorld:
     def service(
         self, owner: str | None = None, settings: ProvisionerSettings | None = None
     ) -> ProvisionerService:
-        return ProvisionerService(
-            cluster=self.kube,
-            store=self.store,
-            offerings=self.offerings,
-            lease=self.lease,
-            launcher=self.launcher,
-            instances=self.instances,
-            catalog=lambda: self.catalog,
-            config=self.config,
-            clock=self.time,
-            metrics=self.metrics,
-            owner=owner or f"sim-run-{next(self._owners)}",
-            settings=settings,
-            workflow=self.workflows,  # drains Nodes deleted with kubectl (the stack sets the state machine)
-        )
+        """The provisioner service of one invocation, from the container (rebuilt first when the cluster
+        config changed), as `handlers.provisioner` takes it."""
+        return self.provisioners.get().service(owner or f"sim-run-{next(self._owners)}", settings)
 
     def invoke(
         self,
@@ -429,7 +448,7 @@ class SimulatedWorld:
         """The workflow-steps Lambda, in process (`handlers.workflow_steps.process_step`) on `step_ports`."""
         from longshore.wiring.workflow_steps import process_step
 
-        result = process_step(payload, self.step_ports, self.metrics)
+        result = process_step(payload, self.steps.get(), self.metrics)
         if self.step_crashes > 0 and not self._crashed_last:
             # the runtime dies after the work, before the answer (a timeout, an OOM kill); its retry is let
             # through, so the crashes fall on successive steps
@@ -481,6 +500,10 @@ class SimulatedWorld:
         for callback in self.provisioner_triggers:
             callback(f"admission: {reason}")
 
+    def wake_planner(self, reason: str) -> None:
+        """Start a planner invocation now (as the trigger function does)."""
+        self._planner_trigger(reason)
+
     def _planner_trigger(self, reason: str) -> None:
         for callback in self.planner_triggers:
             callback(reason)
@@ -503,7 +526,7 @@ class SimulatedWorld:
             return 0
         response = process_batch(
             lambda_sqs_event(messages, self.queue_arn, self.config.region),
-            self.interruption,
+            self.interruptions.get(),
             self.time,
             self.metrics,
         )
@@ -543,7 +566,10 @@ class SimulatedWorld:
             published[parameter] = image
         # The launcher's resolver trusts an answer for 5 minutes (REFRESH_SECONDS); the scenario publishes at a
         # chosen instant and wants launches from then on to use it, as a cold container would: start afresh.
-        self.ec2_fleet.forget_images()
+        for runtime in self._runtimes:
+            launcher = runtime.__dict__.get("launcher")
+            if launcher is not None:
+                launcher.fleet.forget_images()
         return published
 
     # -- workloads -------------------------------------------------------------------------------------------

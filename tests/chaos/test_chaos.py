@@ -33,6 +33,7 @@ def test_a_seed_always_generates_the_same_scenario_and_every_fault_kind_appears(
         "dynamoThrottle",
         "loseClaimTable",
         "apiTimeouts",
+        "config",
     }
 
 

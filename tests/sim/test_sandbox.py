@@ -176,3 +176,103 @@ def test_nodeclaims_show_karpenters_columns_and_deleting_a_node_or_a_nodeclaim_d
         "its NodeClaim went with it",
         lambda: len(_names(sandbox, "nodeclaims")) == len(_names(sandbox, "nodes")),
     )
+
+
+TEAM_POOL = """
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: team-a}
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: team-a}
+spec:
+  template:
+    metadata: {labels: {team: a}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: team-a}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: ["m"]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
+  limits: {cpu: "64"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: team-a-web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: team-a-web}}
+  template:
+    metadata: {labels: {app: team-a-web}}
+    spec:
+      nodeSelector: {team: a}
+      containers: [{name: web, image: nginx, resources: {requests: {cpu: 250m, memory: 256Mi}}}]
+"""
+BAD_POOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: broken}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: team-a}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["many"]}
+"""
+
+
+def _condition(sandbox: Path, pool: str, kind: str, field: str) -> str:
+    path = f'jsonpath={{.status.conditions[?(@.type=="{kind}")].{field}}}'
+    return kubectl(sandbox, "get", "nodepool", pool, "-o", path)
+
+
+def test_a_nodepool_applied_with_kubectl_is_used_and_gets_karpenters_status(
+    sandbox_world: tuple[Path, Any],
+) -> None:
+    sandbox, _ = sandbox_world
+    # GIVEN the sandbox (its cluster reads pools from the config and the cluster: `poolSource: both`), WHEN a
+    # user applies a new EC2NodeClass and NodePool and a Deployment selecting the pool's label
+    applied = kubectl(sandbox, "apply", "-f", "-", stdin=TEAM_POOL)
+    assert "nodepool.karpenter.sh/team-a created" in applied
+    # THEN within a minute of wall time its pods run on nodes of that pool
+    deadline = time.monotonic() + 60
+    phases: list[str] = []
+    while time.monotonic() < deadline:
+        phases = kubectl(
+            sandbox, "get", "pods", "-l", "app=team-a-web", "-o", "jsonpath={.items[*].status.phase}"
+        ).split()
+        if phases == ["Running"] * 2:
+            break
+        time.sleep(1)
+    assert phases == ["Running"] * 2
+    nodes = kubectl(
+        sandbox,
+        "get",
+        "nodes",
+        "-l",
+        "karpenter.sh/nodepool=team-a",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ).split()
+    hosts = kubectl(
+        sandbox, "get", "pods", "-l", "app=team-a-web", "-o", "jsonpath={.items[*].spec.nodeName}"
+    ).split()
+    assert nodes and set(hosts) <= set(nodes)
+    # AND the pool and its class show Karpenter's conditions
+    _wait("the NodePool is Ready", lambda: _condition(sandbox, "team-a", "Ready", "status") == "True")
+    assert _condition(sandbox, "team-a", "ValidationSucceeded", "status") == "True"
+    assert _condition(sandbox, "team-a", "NodeClassReady", "status") == "True"
+    assert "team-a" in kubectl(sandbox, "get", "nodepools")
+
+    # WHEN an invalid NodePool is applied, THEN it is not Ready and the message names the field and value
+    kubectl(sandbox, "apply", "-f", "-", stdin=BAD_POOL)
+    _wait(
+        "the broken NodePool is judged", lambda: _condition(sandbox, "broken", "Ready", "status") == "False"
+    )
+    message = _condition(sandbox, "broken", "Ready", "message")
+    assert "requirements" in message and "many" in message, message

@@ -39,6 +39,11 @@ class Container(Generic[T]):
     def runtime(self) -> Runtime | None:
         return self._runtime
 
+    def current(self) -> T:
+        """The function as built (built now if there is none), without re-reading the config: what a warm
+        container uses between two passes of one invocation."""
+        return self._built if self._built is not None else self.get()
+
     def get(self) -> T:
         if self._built is None:
             self._runtime = self._new_runtime() if self._new_runtime is not None else Runtime.from_env()

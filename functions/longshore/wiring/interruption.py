@@ -139,7 +139,6 @@ def _report(outcome: MessageOutcome, where: dict[str, str], sink: MetricsSink) -
 
 def build_interruption(wiring: Runtime) -> InterruptionService:
     """The interruption service of one container, on the production adapters (names in docs/contracts.md)."""
-    from longshore.adapters.aws.lambda_trigger import LambdaProvisionerTrigger
     from longshore.services.interruption import rebalance_policies
 
     return InterruptionService(
@@ -148,9 +147,7 @@ def build_interruption(wiring: Runtime) -> InterruptionService:
         workflow=wiring.workflows,
         cluster=wiring.kube_cluster("longshore-interruption"),
         instances=wiring.instances,
-        provisioner=LambdaProvisionerTrigger(
-            wiring.client("lambda"), wiring.settings.require("provisioner_function_name")
-        ),
+        provisioner=wiring.provisioner_trigger,
         clock=wiring.clock,
         rebalance_policy=rebalance_policies(wiring.config),
     )

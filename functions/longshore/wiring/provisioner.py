@@ -53,7 +53,7 @@ class ProvisionerRuntime:
     workflow: DisruptionWorkflow | None = None  # drains deleted Nodes; None: no state machine ARN configured
     verdicts: tuple[ObjectVerdict, ...] = field(default=())
 
-    def service(self, owner: str) -> ProvisionerService:
+    def service(self, owner: str, settings: ProvisionerSettings | None = None) -> ProvisionerService:
         return ProvisionerService(
             cluster=self.cluster,
             store=self.store,
@@ -66,7 +66,7 @@ class ProvisionerRuntime:
             clock=self.clock,
             metrics=self.metrics,
             owner=owner,
-            settings=ProvisionerSettings.from_config(self.config),
+            settings=settings or ProvisionerSettings.from_config(self.config),
             workflow=self.workflow,
         )
 

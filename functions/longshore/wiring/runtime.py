@@ -25,13 +25,19 @@ module global, which is what makes the wiring once per cold start.
 - Tests and the simulation pass their own `session`, `clock`, `config_text` or `kube_endpoint` (the API
   emulator's loopback URL instead of the EKS endpoint). An injected clock also drives the Kubernetes client's
   retry waits; without one, `adapters.clock.WallClock` and `KubeCluster`'s own wall-clock defaults are used.
+  `Runtime.assembled` also takes `RuntimeParts`: clients made elsewhere (the simulation's EC2 client carrying
+  its fleet emulator, its DynamoDB client with one botocore attempt), the workflow port, the catalog, the
+  provisioner trigger, a parsed config used as it is, and whether pod and node lists use the watch cache (its
+  catch-up waits for the server to be quiet in wall time, which a virtual-time simulation cannot afford). Every
+  `build_*` then wires those exactly as it wires the production ones.
 
 Adapters are imported inside the properties that build them, so importing this module costs nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +46,7 @@ from longshore.ports.cloud import Instances, Launcher
 from longshore.ports.karpenter import KarpenterObjects
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
+from longshore.ports.triggers import ProvisionerTrigger
 
 if TYPE_CHECKING:
     from longshore.adapters.aws.dynamodb import (
@@ -72,6 +79,18 @@ class LazyClient:
         return getattr(self._client, name)
 
 
+@dataclass(frozen=True)
+class RuntimeParts:
+    """Parts given to a `Runtime` instead of the ones it would make (tests and the simulation)."""
+
+    clients: Mapping[str, Any] = field(default_factory=dict)  # service -> client, in the function's region
+    workflows: SurgeWorkflow | None = None  # the disruption and rotation workflows
+    catalog: Callable[[], Catalog] | None = None  # the priced catalog (moto has no Pricing API)
+    provisioner_trigger: ProvisionerTrigger | None = None  # what the interruption handler wakes
+    config: ClusterConfig | None = None  # a parsed config used as it is, never re-read
+    watch_cache: bool = True  # False: unfiltered pod and node lists go to the API server every time
+
+
 class Runtime:
     """The production adapters of one Lambda container, each built on first use (see the module docstring)."""
 
@@ -85,8 +104,10 @@ class Runtime:
         cluster_objects: tuple[dict[str, Any], ...] | None = None,
         kube_endpoint: str | None = None,
         metrics: MetricsSink | None = None,
+        parts: RuntimeParts | None = None,
     ) -> None:
         self.settings = settings
+        self.parts = parts or RuntimeParts()
         self._injected_metrics = metrics
         self._session = session
         self._injected_clock = clock
@@ -102,6 +123,28 @@ class Runtime:
 
         return cls(RuntimeSettings.from_env())
 
+    @classmethod
+    def assembled(
+        cls,
+        settings: RuntimeSettings,
+        parts: RuntimeParts,
+        *,
+        session: Any,
+        clock: Clock,
+        kube_endpoint: str | None = None,
+        metrics: MetricsSink | None = None,
+    ) -> Runtime:
+        """A runtime of explicit parts instead of the environment (the simulation: moto's session, the API
+        emulator's URL, the virtual clock, its own clients, workflows and metric sink)."""
+        return cls(
+            settings,
+            session=session,
+            clock=clock,
+            kube_endpoint=kube_endpoint,
+            metrics=metrics,
+            parts=parts,
+        )
+
     # -- AWS access ---------------------------------------------------------------------------------------
 
     @cached_property
@@ -115,6 +158,8 @@ class Runtime:
     def client(self, service: str, region: str | None = None) -> Any:
         """The boto3 client for `service` (in the function's region unless `region` is given), made once."""
         key = (service, region or self.settings.region)
+        if key[1] == self.settings.region and service in self.parts.clients:
+            return self.parts.clients[service]
         if key not in self._clients:
             from longshore.adapters.aws import retry
 
@@ -161,7 +206,9 @@ class Runtime:
 
     @cached_property
     def config_text(self) -> str:
-        return self._config_text if self._config_text is not None else self.read_config_text()
+        if self._config_text is not None:
+            return self._config_text
+        return "" if self.parts.config is not None else self.read_config_text()
 
     @cached_property
     def cluster_objects(self) -> tuple[dict[str, Any], ...]:
@@ -169,6 +216,8 @@ class Runtime:
         itself only)."""
         if self._cluster_objects is not None:
             return self._cluster_objects
+        if self.parts.config is not None:
+            return ()
         return self._read_cluster_objects()
 
     def _read_cluster_objects(self) -> tuple[dict[str, Any], ...]:
@@ -204,16 +253,21 @@ class Runtime:
 
     @property
     def config(self) -> ClusterConfig:
+        if self.parts.config is not None:
+            return self.parts.config
         config: ClusterConfig = self._merged.config
         return config
 
     @property
     def pool_verdicts(self) -> tuple[Any, ...]:
         """What the merge said of each cluster object (`core.karpenter_objects.ObjectVerdict`)."""
-        return tuple(self._merged.verdicts)
+        return () if self.parts.config is not None else tuple(self._merged.verdicts)
 
     def refreshed(self) -> Runtime | None:
-        """A runtime on the config as it is now, or None when neither the parameter nor the objects changed."""
+        """A runtime on the config as it is now, or None when neither the parameter nor the objects changed
+        (always None for a config given as parsed `parts.config`)."""
+        if self.parts.config is not None:
+            return None
         text = self.read_config_text()
         fresh = Runtime(
             self.settings,
@@ -222,8 +276,12 @@ class Runtime:
             config_text=text,
             kube_endpoint=self._kube_endpoint,
             metrics=self._injected_metrics,
+            parts=self.parts,
         )
         fresh._clients = self._clients  # the clients and their connections stay
+        for kept in ("session", "_parameters", "cluster_info", "kube_api"):  # so do the cluster's access
+            if kept in self.__dict__:
+                fresh.__dict__[kept] = self.__dict__[kept]
         if text == self.config_text and _fingerprint(fresh.cluster_objects) == _fingerprint(
             self.cluster_objects
         ):
@@ -290,7 +348,7 @@ class Runtime:
         from longshore.adapters.kube.informer import shared_cache
 
         extra: dict[str, Any] = {}
-        if cached:
+        if cached and self.parts.watch_cache:
             extra["cache"] = shared_cache(str(self.kube_api.configuration.host), new_cache)
         if self._injected_clock is None:
             return KubeCluster(self.kube_api, component=component, **extra)
@@ -367,6 +425,8 @@ class Runtime:
 
     def catalog_loader(self, zones: Iterable[str] | None = None) -> Callable[[], Catalog]:
         """Reads the priced catalog (offerings in `zones` only, when given) each time it is called."""
+        if self.parts.catalog is not None:
+            return self.parts.catalog
         pricing = self.lazy_client("pricing", PRICING_REGION)
         wanted = None if zones is None else tuple(zones)
 
@@ -385,6 +445,8 @@ class Runtime:
     def workflows(self) -> SurgeWorkflow:
         """Starts disruption (surge ones too, and, when the function has its ARN, rotation) executions; in
         shadow mode, reports what it would start and starts nothing."""
+        if self.parts.workflows is not None:
+            return self.parts.workflows
         if self.shadow:
             from longshore.adapters.shadow import ShadowWorkflow
 
@@ -395,6 +457,19 @@ class Runtime:
             self.client("stepfunctions"),
             self.settings.require("disruption_state_machine_arn"),
             self.settings.rotation_state_machine_arn,
+        )
+
+    # -- the provisioner, as the interruption handler wakes it --------------------------------------------
+
+    @cached_property
+    def provisioner_trigger(self) -> ProvisionerTrigger:
+        """Invokes the provisioner function asynchronously (or the trigger given in `parts`)."""
+        if self.parts.provisioner_trigger is not None:
+            return self.parts.provisioner_trigger
+        from longshore.adapters.aws.lambda_trigger import LambdaProvisionerTrigger
+
+        return LambdaProvisionerTrigger(
+            self.client("lambda"), self.settings.require("provisioner_function_name")
         )
 
 

@@ -151,8 +151,9 @@ def shared_parts(parsed: Pod | Skipped) -> Pod | Skipped:
     return parsed
 
 
-_BY_OBJECT: dict[int, tuple[Manifest, Pod | Skipped]] = {}
-"""The warm container's parsed pods by object identity (each entry keeps its object alive, so ids never repeat)."""
+_BY_OBJECT: dict[int, tuple[Manifest, Pod | Skipped, tuple[str, str]]] = {}
+"""The warm container's parsed pods by object identity (each entry keeps its object alive, so ids never repeat),
+with the (uid, resourceVersion) the object was parsed under."""
 
 
 class PodCache:
@@ -162,7 +163,7 @@ class PodCache:
     `adapters.kube.informer` hands back the same dict for a pod that did not change, so a warm provisioner or
     planner pass parses only what changed), and by (uid, resourceVersion) for this cache's run (lists that
     build new dicts each time). Neither is state: a miss just parses. `retain` keeps both the size of the
-    cluster.
+    cluster, at a cost proportional to what left it.
     """
 
     def __init__(self) -> None:
@@ -179,17 +180,18 @@ class PodCache:
         found = self._pods.get(key)
         if found is None:
             found = self._pods[key] = shared_parts(parse_pod(manifest))
-        _BY_OBJECT[id(manifest)] = (manifest, found)
+        _BY_OBJECT[id(manifest)] = (manifest, found, key)
         return found
 
     def retain(self, manifests: Iterable[Manifest]) -> None:
         """Forget pods that are no longer listed (keeps the memos as large as the cluster)."""
-        listed = list(manifests)
+        listed = manifests if isinstance(manifests, list | tuple) else list(manifests)
         objects = {id(m) for m in listed}
         for stale in [k for k in _BY_OBJECT if k not in objects]:
-            del _BY_OBJECT[stale]
-        keep = {(pod_uid(m), str(_meta(m).get("resourceVersion") or "")) for m in listed}
-        self._pods = {k: v for k, v in self._pods.items() if k in keep}
+            self._pods.pop(_BY_OBJECT.pop(stale)[2], None)  # a listed equal copy is just parsed again
+        if len(self._pods) > len(listed):  # entries another cache's retain left: prune by key
+            keep = {(pod_uid(m), str(_meta(m).get("resourceVersion") or "")) for m in listed}
+            self._pods = {k: v for k, v in self._pods.items() if k in keep}
 
 
 def parse_pod(manifest: Manifest) -> Pod | Skipped:

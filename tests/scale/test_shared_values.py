@@ -3,7 +3,8 @@
 Matrix: two replicas compact to the same containers, tolerations and conditions objects and the same label
 strings, with their own metadata (name, uid); the compact pod equals the one built without sharing; values
 that differ (`True` and `1`) are never merged; a full table empties and shares again; a parsed pod keeps
-equal values with shared label pairs and requests, and equals what `parse_pod` returns.
+equal values with shared label pairs and requests, and equals what `parse_pod` returns; requests are computed
+once per shared containers list, a changed list is computed again, a malformed one is never remembered.
 """
 
 from __future__ import annotations
@@ -72,3 +73,18 @@ def test_parsed_pods_share_equal_parts_and_stay_equal() -> None:
     assert dict(first.labels)["tier"] == "backend"
     tier = next(pair for pair in first.labels if pair[0] == "tier")
     assert tier is next(pair for pair in second.labels if pair[0] == "tier")
+
+
+def test_requests_are_computed_once_per_shared_containers_and_stay_exact() -> None:
+    one, two = (decode.compact_pod(_replica(i)) for i in (301, 601))
+    assert one["spec"]["containers"] is two["spec"]["containers"]
+    first, second = snapshot.parse_pod(one), snapshot.parse_pod(two)
+    assert isinstance(first, Pod) and isinstance(second, Pod) and first.requests is second.requests
+    bigger = copy.deepcopy(one)
+    bigger["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    parsed = snapshot.parse_pod(bigger)
+    assert isinstance(parsed, Pod) and parsed.requests.get("cpu") == 2050
+    broken = copy.deepcopy(one)
+    broken["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    assert isinstance(snapshot.parse_pod(broken), snapshot.Skipped)
+    assert isinstance(snapshot.parse_pod(broken), snapshot.Skipped)  # a failure is never remembered

@@ -35,7 +35,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig, Taint
-from longshore.core.pod_manifest import PodManifestError, pod_from_manifest
+from longshore.core.pod_manifest import PodManifestError, pod_from_manifest, pod_requests
 from longshore.core.pods import Pod
 from longshore.core.quantity import QuantityError
 from longshore.core.requirements import Requirements
@@ -194,9 +194,28 @@ class PodCache:
             self._pods = {k: v for k, v in self._pods.items() if k in keep}
 
 
+_REQUESTS: dict[tuple[int, int, int], tuple[tuple[object, object, object], Resources]] = {}
+"""Effective requests by the identity of the spec parts they come from (kept alive in the entry, so an id is
+never another object's). Compact pods share equal containers (`adapters.kube.decode.Shared`), so the pods of
+one workload compute their requests once: about 40% of parsing a pod."""
+
+
+def _requests(spec: Mapping[str, Any]) -> Resources:
+    parts = (spec.get("containers"), spec.get("initContainers"), spec.get("overhead"))
+    key = (id(parts[0]), id(parts[1]), id(parts[2]))
+    found = _REQUESTS.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], parts, strict=True)):
+        return found[1]
+    value = pod_requests(spec)  # a malformed spec raises here, as without the memo, and is not kept
+    if len(_REQUESTS) >= 20_000:
+        _REQUESTS.clear()
+    _REQUESTS[key] = (parts, value)
+    return value
+
+
 def parse_pod(manifest: Manifest) -> Pod | Skipped:
     try:
-        return pod_from_manifest(manifest)
+        return pod_from_manifest(manifest, _requests)
     except (PodManifestError, QuantityError, ValueError, TypeError) as error:
         namespace, name = _name(manifest)
         return Skipped("Pod", namespace or "default", name, f"cannot read the pod: {error}")

@@ -11,11 +11,13 @@ A separate process serves realistic pods (about 10 KB of JSON each, as EKS retur
 `today` reads as main did before (whole objects, no gzip, no cache; the planner parses every pod every
 pass); `compact` reads through the shipped adapter (compact pages, gzip, list-then-watch cache, parsed pods
 memoised per warm container). `today` runs only at the sizes in `--today` (it needs about 50 KiB a pod).
+`--before SRC` also runs the `compact` reading with the `longshore` package of another checkout (SRC is its
+root, e.g. an export of main), against the same server in the same run, at the sizes in `--before-sizes`.
 
 Figures are the read of the cluster and the snapshot built from it (what each pass does before it decides);
 the solve and the CreateFleet call are not included. Targets are the 150,000-pod figures of the scale issue.
 
-Usage: `python -m bench.scale [--quick] [--sizes 20000,50000,150000] [--today 20000]`.
+Usage: `python -m bench.scale [--quick] [--sizes 20000,50000,150000] [--today 20000] [--before SRC]`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -37,9 +40,14 @@ TARGETS = {
 
 
 class _Proc:
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, source: str | None = None) -> None:
+        env = dict(os.environ)
+        if source:  # the other checkout's package first; bench itself from this one
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (os.path.join(source, "functions"), env.get("PYTHONPATH")) if p
+            )
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-m", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
         )
 
     def ask(self, line: str) -> str:
@@ -58,8 +66,8 @@ class _Proc:
         self.proc.wait(timeout=60)
 
 
-def _function(server: _Proc, url: str, mode: str, which: str) -> dict[str, Any]:
-    client = _Proc("bench.scale_client", url, mode)
+def _function(server: _Proc, url: str, mode: str, which: str, source: str | None = None) -> dict[str, Any]:
+    client = _Proc("bench.scale_client", url, mode, source=source)
     client.first_line()
     try:
         before = int(server.ask("bytes"))
@@ -76,21 +84,27 @@ def _function(server: _Proc, url: str, mode: str, which: str) -> dict[str, Any]:
     return {"cold": cold, "warm": warm}
 
 
-def measure(pods: int, today: bool) -> dict[str, Any]:
+def measure(pods: int, today: bool, before: str | None = None) -> dict[str, Any]:
     server = _Proc("bench.scale_server", str(pods))
     url = server.first_line()
     try:
         found: dict[str, Any] = {}
         for mode in ("today", "compact") if today else ("compact",):
             found[mode] = {w: _function(server, url, mode, w) for w in ("provisioner", "planner")}
+        if before:
+            found["before"] = {
+                w: _function(server, url, "compact", w, before) for w in ("provisioner", "planner")
+            }
     finally:
         server.close()
     return found
 
 
-def _rows(pods: int, found: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+def _rows(pods: int, found: dict[str, Any], base: str = "today") -> list[tuple[str, Any, Any]]:
+    """(figure, `base`'s reading, this checkout's), `base` being `today` or `before`."""
+
     def pick(mode: str, which: str, phase: str, key: str) -> Any:
-        return found.get(mode, {}).get(which, {}).get(phase, {}).get(key)
+        return found.get(base if mode == "today" else mode, {}).get(which, {}).get(phase, {}).get(key)
 
     rows: list[tuple[str, Any, Any]] = []
     for which in ("provisioner", "planner"):
@@ -110,8 +124,8 @@ def _rows(pods: int, found: dict[str, Any]) -> list[tuple[str, Any, Any]]:
                 )
             )
         peak = max(pick("compact", which, p, "rss_mib") or 0 for p in ("cold", "warm"))
-        base = max((pick("today", which, p, "rss_mib") or 0 for p in ("cold", "warm")), default=0) or None
-        rows.append((f"{which} peak RSS MiB", base, peak))
+        then = max((pick("today", which, p, "rss_mib") or 0 for p in ("cold", "warm")), default=0) or None
+        rows.append((f"{which} peak RSS MiB", then, peak))
     rows.append(
         (
             "new batch read wall s",
@@ -127,9 +141,10 @@ def _mb(value: Any) -> Any:
 
 
 def print_table(pods: int, found: dict[str, Any]) -> None:
+    base = "before" if "before" in found else "today"
     print(f"\n{pods:,} pods, {-(-pods // 30):,} nodes")
-    print(f"{'figure':34} {'today':>10} {'compact':>10} {'ratio':>7} {'target@150k':>12}")
-    for name, today, compact in _rows(pods, found):
+    print(f"{'figure':34} {base:>10} {'compact':>10} {'ratio':>7} {'target@150k':>12}")
+    for name, today, compact in _rows(pods, found, base):
         ratio = f"{today / compact:.1f}x" if today and compact else ""
         target = TARGETS.get(name)
         shown = [("" if v is None else str(v)) for v in (today, compact)]
@@ -141,11 +156,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="only 20,000 pods")
     parser.add_argument("--sizes", default="20000,50000,150000")
     parser.add_argument("--today", default="20000", help="sizes that also measure today's reading")
+    parser.add_argument("--before", default=None, help="root of another checkout to measure beside this one")
+    parser.add_argument("--before-sizes", default="20000,50000,150000", help="sizes that measure --before")
     args = parser.parse_args()
     sizes = [20000] if args.quick else [int(s) for s in args.sizes.split(",")]
     today = {int(s) for s in args.today.split(",") if s}
+    before_sizes = {int(s) for s in args.before_sizes.split(",") if s}
     for pods in sizes:
-        found = measure(pods, pods in today)
+        found = measure(pods, pods in today, args.before if pods in before_sizes else None)
         print_table(pods, found)
         print(json.dumps({"pods": pods, **found}), file=sys.stderr)
 

@@ -14,7 +14,7 @@ selector terms also Gt/Lt and Karpenter's Gte/Lte); anything else is refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from longshore.core import quantity
@@ -272,10 +272,13 @@ def _spread(value: object, path: str, own_labels: Pairs) -> TopologySpread:
     )
 
 
-def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
+def pod_from_manifest(
+    manifest: Mapping[str, Any], requests: Callable[[Mapping[str, Any]], Resources] | None = None
+) -> Pod:
     """A `Pod` from a Kubernetes Pod dict (or a pod template with `metadata` and `spec`).
 
-    Raises `PodManifestError` naming the field path and value of the first malformed field."""
+    `requests` computes the pod's effective requests from its spec (default `pod_requests`; a caller may pass
+    a memo of it). Raises `PodManifestError` naming the field path and value of the first malformed field."""
     meta = _mapping(manifest.get("metadata"), "metadata")
     spec = _mapping(manifest.get("spec"), "spec")
     status = _mapping(manifest.get("status"), "status")
@@ -356,7 +359,7 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
         uid=str(meta.get("uid") or ""),
         labels=labels,
         annotations=annotations,
-        requests=pod_requests(spec),
+        requests=(requests or pod_requests)(spec),
         node_selector=_string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
         required_node_terms=required_terms,
         preferred_node_terms=tuple(sorted(preferred_terms, key=lambda t: -t.weight)),

@@ -104,7 +104,7 @@ def test_kube_api_read_timeouts_on_virtual_time_are_retried_and_a_served_write_i
     (its answer lost) is read again, nothing launched twice."""
     world = make_world()
     faults = world.cluster.emulator.faults
-    timeouts.install(world.api_client, faults, world.sleep)
+    world.time_out_kube_api()  # every function's client, as the chaos fault does
     lost = faults.add(Fault(resource="pods", verb="list", timeout=True, times=2))
     served = faults.add(Fault(resource="nodes", verb="list", timeout=True, served=True, times=1))
     started = world.clock.now()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from longshore.core.buffers import Resolved, is_virtual, resolve_all
 from longshore.core.pods import Pod
@@ -28,6 +28,7 @@ from longshore.core.scheduling import Plan, SchedulingInput, solve
 log = logging.getLogger(__name__)
 
 
+@runtime_checkable
 class BufferSource(Protocol):
     def list_buffers(self) -> list[Mapping[str, Any]]:
         """Every CapacityBuffer (`autoscaling.x-k8s.io/v1alpha1`)."""

@@ -26,6 +26,7 @@ from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
+from longshore.services import buffer_pods
 from longshore.services.karpenter_sync import KarpenterObjectSync, publish
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
 from longshore.wiring.container import Container
@@ -68,7 +69,14 @@ class ProvisionerRuntime:
             owner=owner,
             settings=settings or ProvisionerSettings.from_config(self.config),
             workflow=self.workflow,
+            buffers=self._buffer_source(),
         )
+
+    def _buffer_source(self) -> buffer_pods.BufferSource | None:
+        """CapacityBuffers are read from the cluster with its NodePools (`poolSource` cluster or both)."""
+        if self.config.pool_source == "config" or not isinstance(self.cluster, buffer_pods.BufferSource):
+            return None
+        return self.cluster
 
     def publish_objects(self) -> None:
         """Karpenter's objects in step with this invocation's view, and deleted NodeClaims' nodes disrupted

@@ -43,6 +43,13 @@ class BufferSource(Protocol):
         ...
 
 
+def source_of(cluster: object, pool_source: str) -> BufferSource | None:
+    """CapacityBuffers are read from the cluster with its NodePools (`poolSource` cluster or both)."""
+    if pool_source == "config" or not isinstance(cluster, BufferSource):
+        return None
+    return cluster
+
+
 def resolve_buffers(source: BufferSource | None) -> tuple[Resolved, ...]:
     """Every buffer's resolution; invalid buffers are logged and skipped."""
     if source is None:

@@ -69,14 +69,8 @@ class ProvisionerRuntime:
             owner=owner,
             settings=settings or ProvisionerSettings.from_config(self.config),
             workflow=self.workflow,
-            buffers=self._buffer_source(),
+            buffers=buffer_pods.source_of(self.cluster, self.config.pool_source),
         )
-
-    def _buffer_source(self) -> buffer_pods.BufferSource | None:
-        """CapacityBuffers are read from the cluster with its NodePools (`poolSource` cluster or both)."""
-        if self.config.pool_source == "config" or not isinstance(self.cluster, buffer_pods.BufferSource):
-            return None
-        return self.cluster
 
     def publish_objects(self) -> None:
         """Karpenter's objects in step with this invocation's view, and deleted NodeClaims' nodes disrupted

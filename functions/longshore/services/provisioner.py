@@ -487,8 +487,8 @@ def run_invocation(
             failed.extend(o.claim_id for o in result.failed)
             if on_pass is not None:
                 on_pass(result)
-            if result.status == "planned":
-                continue  # batching already waited at least batch_idle_s
+            if result.status == "planned" and (result.pending or result.launches):
+                continue  # batching already waited at least batch_idle_s (a buffers-only pass did not)
             if settings.exit_when_quiet and result.quiet:
                 stopped = "quiet"
                 break

@@ -360,3 +360,35 @@ def test_every_node_left_alone_gets_a_reason() -> None:
     decided = {n for d in result.decisions for n in d.node_names}
     for name in "abcd":
         assert name in decided or result.reason_for(name), name
+
+
+# --- CapacityBuffers ---------------------------------------------------------------------------------------
+
+
+def _virtual(count: int, cpu: str = "1") -> tuple[Pod, ...]:
+    from longshore.core.buffers import CapacityBuffer, virtual_pods
+
+    return virtual_pods(CapacityBuffer("default", "warm", pod_template="t"), pod("tpl", cpu=cpu), count)
+
+
+def test_a_node_holding_a_buffer_is_not_empty() -> None:
+    result = run(managed("a"), pools=(a_pool(policy="WhenEmpty", after=60),), buffers=_virtual(2))
+    assert result.decisions == ()
+    assert result.reason_for("a") == "holds capacity for CapacityBuffer default/warm"
+
+
+def test_the_empty_node_not_needed_for_the_buffer_goes() -> None:
+    result = run(
+        managed("a"), managed("b"), pools=(a_pool(policy="WhenEmpty", after=60),), buffers=_virtual(2)
+    )
+    assert [d.reason for d in result.decisions] == ["empty"]
+    assert len(result.decisions[0].node_names) == 1
+
+
+def test_consolidation_keeps_room_for_the_buffer() -> None:
+    # Two xlarge nodes each with 1 CPU of real pods: without a buffer one would go (its pod moves);
+    # with a 3-CPU buffer there is no room on the other node for both the pod and the buffer.
+    nodes = (managed("a", pods=(pod("p1"),)), managed("b", pods=(pod("p2"),)))
+    assert [d.reason.value for d in run(*nodes).decisions] == ["underutilized"]
+    held = run(*nodes, buffers=_virtual(3))
+    assert held.decisions == ()

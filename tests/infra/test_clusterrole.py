@@ -45,6 +45,13 @@ RESOURCES = {
     "pod_eviction": "pods/eviction",
     "node_status": "nodes/status",
     "lease": "leases",
+    "pod_template": "podtemplates",
+    "deployment": "deployments",
+    "replica_set": "replicasets",
+    "stateful_set": "statefulsets",
+}
+CUSTOM_OBJECTS = {  # `self._custom` calls: the routes the adapter names
+    "list_buffers": ("autoscaling.x-k8s.io", "capacitybuffers", "list"),
 }
 METHOD = re.compile(
     r"^(list|read|patch|replace|delete|create)_(?:namespaced_)?(\w+?)(?:_for_all_namespaces)?$"
@@ -113,6 +120,8 @@ def method_permissions() -> dict[str, set[Permission]]:
         direct[name] = {
             p for node in ast.walk(method) for p in (_permission(node, path), _stream_watch(node, path)) if p
         }
+        if name in CUSTOM_OBJECTS:
+            direct[name].add(CUSTOM_OBJECTS[name])
         calls[name] = {
             n.attr
             for n in ast.walk(method)

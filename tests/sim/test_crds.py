@@ -13,8 +13,9 @@ from longshore_sim.kubeapi.tables import COLUMNS
 CRDS = sorted((Path(__file__).resolve().parents[2] / "deploy" / "crds").glob("*.yaml"))
 
 
-def test_the_three_karpenter_crds_are_shipped() -> None:
+def test_the_karpenter_and_capacitybuffer_crds_are_shipped() -> None:
     assert [p.name for p in CRDS] == [
+        "capacitybuffers.autoscaling.x-k8s.io.yaml",
         "ec2nodeclasses.karpenter.k8s.aws.yaml",
         "nodeclaims.karpenter.sh.yaml",
         "nodepools.karpenter.sh.yaml",

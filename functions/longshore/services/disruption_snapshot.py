@@ -42,6 +42,7 @@ from longshore.core.scheduling import ExistingNode
 from longshore.ports.cloud import InstanceStatuses
 from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.store import ClaimStore, OfferingAvailability
+from longshore.services import buffer_pods
 from longshore.services import snapshot as snap
 from longshore.services.pod_events import PodEventTracker
 
@@ -262,6 +263,9 @@ def take_snapshot(
         unmanaged=tuple(unmanaged),
         in_flight=in_flight,
         current_images=current_images,
+        buffers=buffer_pods.virtual_pods(
+            buffer_pods.resolve_buffers(buffer_pods.source_of(cluster, config.pool_source))
+        ),
     )
     return Snapshot(
         inp,

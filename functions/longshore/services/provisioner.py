@@ -43,14 +43,14 @@ from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
-from longshore.core.scheduling import Plan, SchedulingInput, solve
+from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import Instances, Launcher
 from longshore.ports.kube import Cluster, ClusterUnavailableError
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
-from longshore.services import snapshot
+from longshore.services import buffer_pods, snapshot
 from longshore.services.batching import collect_batch
 from longshore.services.invocation import InvocationReport, Stopped
 from longshore.services.launch_requests import launch_request
@@ -160,6 +160,7 @@ class ProvisionerService:
         owner: str,
         settings: ProvisionerSettings | None = None,
         workflow: DisruptionWorkflow | None = None,
+        buffers: buffer_pods.BufferSource | None = None,
     ) -> None:
         self._cluster = cluster
         self._store = store
@@ -167,6 +168,7 @@ class ProvisionerService:
         self._lease = lease
         self._launcher = launcher
         self._catalog = catalog
+        self._buffers = buffers  # CapacityBuffers (`services.buffer_pods`)
         self._config = config
         self._clock = clock
         self._metrics = metrics
@@ -219,12 +221,15 @@ class ProvisionerService:
         first = [m for m in unbound if snapshot.provisionable_manifest(m)]
         now = self._clock.now()
         awaiting = sum(snapshot.awaiting_verdict(m, now, self.settings.verdict_wait_s) for m in unbound)
-        if not first:
+        virtual = buffer_pods.virtual_pods(buffer_pods.resolve_buffers(self._buffers))
+        if not first and not virtual:
             self._settled = None
             self._emit_gauges(pending=(), claims=lifecycle.claims)
             return PassResult("idle", started, lifecycle=lifecycle, awaiting=awaiting)
         if self._is_settled(first, lifecycle):
             return PassResult("settled", started, pending=len(first), lifecycle=lifecycle, awaiting=awaiting)
+        if not first:  # only buffers to keep: nothing to batch
+            return self._plan_and_launch(started, lifecycle, 0.0, virtual)
         window = collect_batch(
             lambda: [snapshot.pod_uid(m) for m in self._provisionable()],
             self._clock,
@@ -235,7 +240,7 @@ class ProvisionerService:
         if window.waited_s > 0 and not self._take_lease():
             log.warning("lost the provisioner lease while batching", extra={"owner": self.owner})
             return PassResult("lease-lost", started, lifecycle=lifecycle)
-        return self._plan_and_launch(started, lifecycle, window.waited_s)
+        return self._plan_and_launch(started, lifecycle, window.waited_s, virtual)
 
     def _provisionable(self) -> list[Mapping[str, Any]]:
         return [m for m in self._cluster.list_pending_pods() if snapshot.provisionable_manifest(m)]
@@ -269,7 +274,9 @@ class ProvisionerService:
             if snapshot.provisionable_manifest(m)
         ]
 
-    def _plan_and_launch(self, started: float, lifecycle: LifecycleOutcome, batch_s: float) -> PassResult:
+    def _plan_and_launch(
+        self, started: float, lifecycle: LifecycleOutcome, batch_s: float, virtual: tuple[Pod, ...] = ()
+    ) -> PassResult:
         clock_started = time.perf_counter()
         now = self._clock.now()
         nodes = self._cluster.list_nodes()  # nodes before pods: never over-estimate free capacity
@@ -286,7 +293,7 @@ class ProvisionerService:
             claims, (snapshot.provider_id_of(n) for n in nodes), catalog, self._config
         )
         daemonsets, skipped_ds = snapshot.daemonset_pods(daemonset_manifests)
-        plan = solve(
+        plan = buffer_pods.plan_with_buffers(
             SchedulingInput(
                 pods=pending,
                 pools=tuple(p for p in self._config.node_pools if p.replicas is None),
@@ -297,7 +304,8 @@ class ProvisionerService:
                 daemonsets=daemonsets,
                 unavailable=unavailable,
                 settings=self._config.settings,
-            )
+            ),
+            virtual,
         )
         decision_ms = (time.perf_counter() - clock_started) * 1000.0
         self._metrics.emit(telemetry.DECISION_LATENCY_MS, decision_ms, "Milliseconds")
@@ -479,8 +487,8 @@ def run_invocation(
             failed.extend(o.claim_id for o in result.failed)
             if on_pass is not None:
                 on_pass(result)
-            if result.status == "planned":
-                continue  # batching already waited at least batch_idle_s
+            if result.status == "planned" and (result.pending or result.launches):
+                continue  # batching already waited at least batch_idle_s (a buffers-only pass did not)
             if settings.exit_when_quiet and result.quiet:
                 stopped = "quiet"
                 break

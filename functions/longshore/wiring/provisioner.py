@@ -26,6 +26,7 @@ from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
+from longshore.services import buffer_pods
 from longshore.services.karpenter_sync import KarpenterObjectSync, publish
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
 from longshore.wiring.container import Container
@@ -68,6 +69,7 @@ class ProvisionerRuntime:
             owner=owner,
             settings=settings or ProvisionerSettings.from_config(self.config),
             workflow=self.workflow,
+            buffers=buffer_pods.source_of(self.cluster, self.config.pool_source),
         )
 
     def publish_objects(self) -> None:

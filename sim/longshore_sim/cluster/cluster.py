@@ -294,4 +294,7 @@ _PLURALS = {
     "PodDisruptionBudget": "poddisruptionbudgets",
     "ConfigMap": "configmaps",
     "Event": "events",
+    "PodTemplate": "podtemplates",
+    "StatefulSet": "statefulsets",
+    "CapacityBuffer": "capacitybuffers",
 }

@@ -194,6 +194,32 @@ TYPES: tuple[ResourceType, ...] = (
         _METADATA_FIELDS,
         "ec2nodeclass",
     ),
+    ResourceType(
+        "", "v1", "podtemplates", "PodTemplate", True, frozenset(), (), _METADATA_FIELDS, "podtemplate"
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        True,
+        frozenset({"status", "scale"}),
+        ("sts",),
+        _METADATA_FIELDS,
+        "statefulset",
+    ),
+    # SIG Autoscaling's CapacityBuffer (`deploy/crds/capacitybuffers.autoscaling.x-k8s.io.yaml`).
+    ResourceType(
+        "autoscaling.x-k8s.io",
+        "v1alpha1",
+        "capacitybuffers",
+        "CapacityBuffer",
+        True,
+        frozenset({"status"}),
+        (),
+        _METADATA_FIELDS,
+        "capacitybuffer",
+    ),
 )
 
 BY_PLURAL: dict[str, ResourceType] = {t.plural: t for t in TYPES}

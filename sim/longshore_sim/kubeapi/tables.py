@@ -290,6 +290,12 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         AGE,
         Column("Role", _field("spec", "role"), priority=1),
     ),
+    "capacitybuffers": (
+        NAME,
+        Column("Strategy", _field("spec", "provisioningStrategy")),
+        Column("Replicas", _field("status", "replicas"), type="integer"),
+        AGE,
+    ),
 }
 
 

@@ -79,6 +79,7 @@ class KubeCluster:
         self._core = k8s.CoreV1Api(api_client)
         self._apps = k8s.AppsV1Api(api_client)
         self._policy = k8s.PolicyV1Api(api_client)
+        self._custom = k8s.CustomObjectsApi(api_client)
         self._component = component
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -206,6 +207,36 @@ class KubeCluster:
         return self._list(
             "list PodDisruptionBudgets", self._policy.list_pod_disruption_budget_for_all_namespaces
         )
+
+    # -- CapacityBuffers (`services.buffer_pods.BufferSource`) ---------------------------------------------
+
+    def list_buffers(self) -> list[Manifest]:
+        """Every CapacityBuffer; none when the CRD is not installed (404)."""
+        group, version, plural = BUFFER_ROUTE
+        response = self._absent_is_none(
+            "list capacitybuffers",
+            self._custom.list_cluster_custom_object,
+            group,
+            version,
+            plural,
+            _preload_content=False,
+        )
+        return [] if response is None else list(_json(response).get("items") or [])
+
+    def pod_templates(self) -> dict[tuple[str, str], Manifest]:
+        items = self._list("list podtemplates", self._core.list_pod_template_for_all_namespaces)
+        return {(_namespace(o), _name(o)): o for o in items}
+
+    def workloads(self) -> dict[tuple[str, str, str], Manifest]:
+        found: dict[tuple[str, str, str], Manifest] = {}
+        for kind, fn in (
+            ("Deployment", self._apps.list_deployment_for_all_namespaces),
+            ("ReplicaSet", self._apps.list_replica_set_for_all_namespaces),
+            ("StatefulSet", self._apps.list_stateful_set_for_all_namespaces),
+        ):
+            for o in self._list(f"list {kind.lower()}s", fn):
+                found[(kind, _namespace(o), _name(o))] = o
+        return found
 
     # -- writes -------------------------------------------------------------------------------------------
 
@@ -363,3 +394,14 @@ def new_cache(*, quiet_s: float = 0.15, max_s: float = 5.0) -> ClusterCache:
         pods=WatchedList(compact_pod, quiet_s=quiet_s, max_s=max_s),
         nodes=WatchedList(compact_node, quiet_s=quiet_s, max_s=max_s),
     )
+
+
+BUFFER_ROUTE: Final = ("autoscaling.x-k8s.io", "v1alpha1", "capacitybuffers")
+
+
+def _namespace(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "default")
+
+
+def _name(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

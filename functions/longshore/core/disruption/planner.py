@@ -32,7 +32,7 @@ spare replacement, which consolidation removes later.
 from __future__ import annotations
 
 from longshore.core.commands import DisruptionReason
-from longshore.core.disruption import budgets, repair
+from longshore.core.disruption import budgets, buffer_hold, repair
 from longshore.core.disruption.consolidation import (
     MULTI_NODE_MAX_CANDIDATES as MULTI_NODE_MAX_CANDIDATES,
 )
@@ -100,6 +100,9 @@ class _Pass(ConsolidatingPass):
         for node in sorted(self.open_nodes(), key=lambda n: (n.idle_since(), n.name)):
             pool = self.pool_of(node)
             if pool is None or not node.is_empty or self.static(node, pool):
+                if buffer_hold.only_buffers(node):
+                    why = f"holds capacity for CapacityBuffer {', '.join(buffer_hold.held(node))}"
+                    self.pass_over(node, why, PassedOverKind.UNCONSOLIDATABLE)
                 continue
             after = pool.disruption.consolidate_after_seconds
             if after is None:
@@ -200,5 +203,7 @@ class _Pass(ConsolidatingPass):
 
 
 def plan(inp: DisruptionInput) -> DisruptionPlan:
-    """Decide this pass's disruptions (see the module docstring)."""
-    return _Pass(inp).run()
+    """Decide this pass's disruptions (see the module docstring). CapacityBuffers' virtual pods are bound
+    to the nodes that hold them first (`buffer_hold`), so those nodes are neither empty nor removed below
+    the buffer."""
+    return _Pass(buffer_hold.hold(inp, inp.buffers)).run()

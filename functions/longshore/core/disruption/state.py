@@ -128,3 +128,4 @@ class DisruptionInput:
     current_images: Mapping[str, frozenset[str]] = field(default_factory=dict)  # node class -> resolved AMIs
     pool_usage: Mapping[str, Resources] | None = None
     consolidation_min_savings_fraction: float = 0.05  # savings must reach this share of removed $/h
+    buffers: tuple[Pod, ...] = ()  # CapacityBuffers' virtual pods (`core.disruption.buffer_hold`)

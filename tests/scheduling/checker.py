@@ -19,7 +19,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.model import NodePool, Requirement, Taint
 from longshore.core.overlays import pool_view, price_of
 from longshore.core.pods import LabelSelector, Pod
-from longshore.core.scheduling.inputs import SchedulingInput
+from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 from longshore.core.scheduling.plan import Plan
 
 
@@ -79,6 +79,16 @@ def _node_ok_for(pod: Pod, labels: Mapping[str, str]) -> bool:
     )
 
 
+def _booting_taints(existing: ExistingNode) -> tuple[Taint, ...]:
+    """A node not initialized yet will lose its startup taints and node-readiness taints (`readiness.k8s.io/`)."""
+    startup = {(t.key, t.effect) for t in existing.startup_taints}
+    return tuple(
+        t
+        for t in existing.taints
+        if not t.key.startswith("readiness.k8s.io/") and (t.key, t.effect) not in startup
+    )
+
+
 def _nodes(inp: SchedulingInput, plan: Plan) -> list[_Node]:
     by_key = {p.key: p for p in inp.pods}
     nodes: dict[str, _Node] = {}
@@ -88,7 +98,7 @@ def _nodes(inp: SchedulingInput, plan: Plan) -> list[_Node]:
             existing.name,
             {**dict(existing.labels), wk.HOSTNAME: existing.name},
             room,
-            existing.taints,
+            _booting_taints(existing) if existing.in_flight or not existing.initialized else existing.taints,
             list(existing.pods),
         )
         if existing.in_flight and not any(p.is_daemonset for p in existing.pods):

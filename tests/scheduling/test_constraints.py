@@ -367,3 +367,14 @@ def test_a_pool_limit_that_strands_part_of_a_zone_spread_does_not_leave_the_skew
     assert len(stranded) == 2
     assert any("above the skew" in reason for reason in stranded.values())
     assert sum(len(c.pods) for c in plan.new_claims) == 5
+
+
+def test_readiness_taints_are_ignored_on_nodes_still_booting_only():
+    # node-readiness-controller taints (`readiness.k8s.io/*`) come off once the node is ready, like startup taints
+    readiness = Taint("readiness.k8s.io/NetworkReady", "NoSchedule", "pending")
+    booting = node("booting", taints=[readiness], in_flight=True)
+    _, plan = run([pod("p", cpu="500m")], in_flight=(booting,))
+    assert plan.placements()["default/p"] == "booting" and not plan.new_claims
+    ready = node("ready", taints=[readiness])
+    _, plan = run([pod("p", cpu="500m")], nodes=(ready,))
+    assert plan.placements()["default/p"] != "ready"

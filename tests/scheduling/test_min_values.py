@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from longshore.core import labels as wk
+from longshore.core.model import Settings
 from longshore.core.scheduling import Plan, SchedulingInput, solve
 from tests.builders import catalog, instance_type, pod, pool, req, scheduling_input
 from tests.scheduling.checker import check
@@ -71,3 +72,22 @@ def test_strict_min_values_keeps_claims_on_types_with_enough_bigger_siblings():
     _, plan = run([pod("mid", cpu="3500m", memory="4Gi")], 3)
     (claim,) = plan.new_claims
     assert len({family(t) for t in claim.instance_types}) >= 3
+
+
+def test_best_effort_launches_with_fewer_values_and_marks_the_claim_relaxed():
+    # the pod of the Strict refusal above: only m5.2xlarge holds it, one family for minValues 2
+    _, plan = run([pod("big", cpu="6", memory="4Gi")], 2, settings=Settings(min_values_policy="BestEffort"))
+    (claim,) = plan.new_claims
+    assert claim.instance_types == ("m5.2xlarge",) and claim.min_values_relaxed is True
+    assert claim.requirements.get(wk.INSTANCE_FAMILY).min_values == 1  # lowered to what the claim offers
+    assert plan.to_dict()["nodeclaims"][0]["min_values_relaxed"] is True
+
+
+def test_claims_that_meet_min_values_are_not_relaxed_under_either_policy():
+    for policy in ("Strict", "BestEffort"):
+        _, plan = run([pod("mid", cpu="3500m", memory="4Gi")], 3, settings=Settings(min_values_policy=policy))
+        (claim,) = plan.new_claims
+        assert claim.min_values_relaxed is False
+        assert claim.requirements.get(wk.INSTANCE_FAMILY).min_values == 3
+    _, plan = run([pod("mid", cpu="1")], None)
+    assert plan.new_claims[0].min_values_relaxed is None

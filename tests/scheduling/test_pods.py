@@ -25,6 +25,25 @@ def test_requests_follow_the_kube_scheduler_with_init_containers_sidecars_and_ov
     assert pod.requests.get("memory") == 320 * 2**20
 
 
+def test_pod_level_requests_replace_the_containers_sum_for_cpu_memory_and_hugepages():
+    # component-helpers PodRequests: pod-level requests replace the aggregate; other resources, overhead kept
+    manifest = pod_manifest("p", cpu="3", memory="1Gi", extra_requests={"nvidia.com/gpu": "1"})
+    manifest["spec"]["resources"] = {"requests": {"cpu": "1", "memory": "2Gi", "hugepages-2Mi": "4Mi"}}
+    manifest["spec"]["overhead"] = {"cpu": "10m"}
+    pod = pod_from_manifest(manifest)
+    assert pod.requests.get("cpu") == 1010  # 1 (pod level, below the containers' 3) + overhead
+    assert pod.requests.get("memory") == 2 * 2**30
+    assert pod.requests.get("hugepages-2Mi") == 4 * 2**20
+    assert pod.requests.get("nvidia.com/gpu") == 1  # not a pod-level resource: the containers' sum
+
+
+def test_pod_level_limits_stand_for_requests_only_where_no_container_requests():
+    manifest = pod_manifest("p", cpu="500m", memory=None)
+    manifest["spec"]["resources"] = {"limits": {"cpu": "2", "memory": "3Gi"}}
+    pod = pod_from_manifest(manifest)
+    assert pod.requests.get("cpu") == 500 and pod.requests.get("memory") == 3 * 2**30
+
+
 def test_limits_without_requests_become_requests():
     manifest = pod_manifest("p", cpu=None, memory=None)
     manifest["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
@@ -120,3 +139,12 @@ def test_errors_name_the_field_and_value(mutate, path, value):
     assert caught.value.path == path
     if value is not None:
         assert caught.value.value == value
+
+
+def test_the_snapshot_memo_tells_pods_apart_by_their_pod_level_resources():
+    from longshore.services.snapshot import _requests
+
+    containers = pod_manifest("p", cpu="2")["spec"]["containers"]  # one object shared, as compact pods do
+    plain = _requests({"containers": containers})
+    capped = _requests({"containers": containers, "resources": {"requests": {"cpu": "1"}}})
+    assert plain.get("cpu") == 2000 and capped.get("cpu") == 1000

@@ -57,6 +57,8 @@ WINDOWS_BUILDS: Final = {
 WINDOWS_LICENSE_PER_VCPU_HOUR: Final = 0.046
 """USD per vCPU-hour that EC2 adds for Windows Server (license included) over the Linux price: m5.large is
 $0.096/h on Linux and $0.188/h on Windows in us-east-1, 2 vCPUs. An estimate applied to every type."""
+#: `karpenter.k8s.aws/instance-tenancy` values every type offers (dedicated launches with `Placement.Tenancy`).
+TENANCIES: Final = ("default", "dedicated")
 PRIVATE_IPV4: Final = "vpc.amazonaws.com/PrivateIPv4Address"
 
 _TYPE_NAME = re.compile(r"^([a-z]+)(-[0-9]+tb)?([0-9]+)[a-z0-9-]*\.([a-z0-9-]+)$")
@@ -106,6 +108,8 @@ class InstanceType:
         own = {key for key, _ in self.labels}
         keyed.extend(KeyRequirement.does_not_exist(key) for key in sorted(wk.DEFINED_INSTANCE_LABELS - own))
         keyed.append(KeyRequirement.in_(wk.INSTANCE_TYPE, (self.name,)))
+        # every type launches shared or dedicated (aws provider `computeRequirements`); the claim picks one
+        keyed.append(KeyRequirement.in_(wk.INSTANCE_TENANCY, TENANCIES))
         keyed.append(KeyRequirement.in_(wk.ARCH, (self.arch,)))
         if wk.OS not in dict(self.labels):
             keyed.append(KeyRequirement.in_(wk.OS, ("linux",)))

@@ -99,6 +99,9 @@ class NodeClaim:
     # when a (non-DaemonSet) pod last arrived on or left the node, and whether the node had such pods then.
     last_pod_event_at: float | None = None
     had_pods: bool = False
+    # `minValuesPolicy: BestEffort` lowered a `minValues` to launch it (None: the pool has none); shown as
+    # Karpenter's `karpenter.sh/nodeclaim-min-values-relaxed` annotation
+    min_values_relaxed: bool | None = None
 
     @property
     def in_flight(self) -> bool:

@@ -33,6 +33,8 @@ from longshore.core.model import Requirement
 
 NODECLAIM_API_VERSION = "karpenter.sh/v1"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
+#: Set on a NodeClaim by Karpenter when `minValuesPolicy: BestEffort` lowered a minValues to launch it.
+MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
 MANAGED_BY = "longshore.io/managed-by"
 """Label on every NodeClaim object Longshore writes (objects without it, such as Karpenter's, are left alone)."""
 
@@ -179,13 +181,16 @@ def nodeclaim_object(
     requirements = [
         {"key": r.key, "operator": r.operator, "values": list(r.values)} for r in claim.requirements
     ]
+    annotations: dict[str, str] = {"longshore.io/claim-state": claim.state}
+    if claim.min_values_relaxed is not None:
+        annotations[MIN_VALUES_RELAXED] = "true" if claim.min_values_relaxed else "false"
     return {
         "apiVersion": NODECLAIM_API_VERSION,
         "kind": "NodeClaim",
         "metadata": {
             "name": claim.id,
             "labels": labels,
-            "annotations": {"longshore.io/claim-state": claim.state},
+            "annotations": annotations,
             "finalizers": [TERMINATION_FINALIZER],
         },
         "spec": {

@@ -7,7 +7,8 @@ value, so the config edge can name file, document and line.
 
 Requests follow the kube-scheduler's `PodRequests` (`pod_requests`): the sum of the app containers plus
 restartable (sidecar) init containers, or the largest ordinary init container plus the sidecars started
-before it, whichever is larger, plus the pod overhead. A container that sets a limit but no request requests
+before it, whichever is larger, with pod-level `spec.resources` requests (cpu, memory, hugepages) replacing
+that sum, plus the pod overhead. A container that sets a limit but no request requests
 its limit (API-server defaulting). Selector operators are Kubernetes' (In/NotIn/Exists/DoesNotExist; node
 selector terms also Gt/Lt and Karpenter's Gte/Lte); anything else is refused.
 """
@@ -125,7 +126,31 @@ def pod_requests(spec: Mapping[str, Any], path: str = "spec") -> Resources:
             sidecars = sidecars + requests
         else:
             init_peak = init_peak.maximum(requests + sidecars)
-    return total.maximum(init_peak) + _resources(spec.get("overhead"), f"{path}.overhead")
+    containers = total.maximum(init_peak)
+    return _pod_level(containers, spec, path) + _resources(spec.get("overhead"), f"{path}.overhead")
+
+
+def _pod_level_resource(name: str) -> bool:
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def _pod_level(containers: Resources, spec: Mapping[str, Any], path: str) -> Resources:
+    """Pod-level `spec.resources` (PodLevelResources, Kubernetes 1.32+): its requests of cpu, memory and
+    hugepages replace the containers' sum (component-helpers `PodRequests`); a pod-level limit with no
+    pod-level request stands for the request where no container requests that resource (API defaulting)."""
+    if "resources" not in spec:
+        return containers
+    resources = _mapping(spec.get("resources"), f"{path}.resources")
+    requests = _resources(resources.get("requests"), f"{path}.resources.requests")
+    limits = _resources(resources.get("limits"), f"{path}.resources.limits")
+    merged = dict(containers.items)
+    for name, amount in limits.items:
+        if _pod_level_resource(name) and name not in requests.names() and not containers.get(name):
+            merged[name] = amount
+    for name, amount in requests.items:
+        if _pod_level_resource(name):
+            merged[name] = amount
+    return Resources.of(merged)
 
 
 def _requirement(expr: object, path: str, operators: tuple[str, ...]) -> Requirement:

@@ -64,6 +64,7 @@ def launch_request(
         price=plan.price_per_hour,
         created_at=now,
         pods=plan.pods,
+        min_values_relaxed=plan.min_values_relaxed,
     )
     settings: dict[str, KubeletSettings] = {}
     options: list[LaunchOption] = []

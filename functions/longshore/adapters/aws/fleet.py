@@ -28,6 +28,7 @@ from longshore.core import labels as wellknown
 from longshore.core.catalog import WINDOWS_BUILDS
 from longshore.core.claims import FleetOutcome, LaunchOption, NodeClaim, OfferingFailure, client_token
 from longshore.core.model import NodeClass, NodePool, Taint
+from longshore.core.requirements import Requirements
 from longshore.core.taints import UNREGISTERED_TAINT
 from longshore.ports.cloud import FleetCallError
 
@@ -141,7 +142,7 @@ class Ec2Fleet:
         family = effective_family(node_class)
         configs: dict[str, list[dict[str, Any]]] = {}
         for rank, option in enumerate(batch):
-            template = self._template_for(pool, node_class, family, option, labels, now)
+            template = self._template_for(pool, node_class, family, option, labels, now, tenancy_of(claim))
             configs.setdefault(template, []).append(
                 {
                     "InstanceType": option.instance_type,
@@ -188,7 +189,7 @@ class Ec2Fleet:
             for name in configs:  # deleted under us (GC): recreate once, as Karpenter does
                 self.templates.forget(name)
             for option in batch:
-                self._template_for(pool, node_class, family, option, labels, now)
+                self._template_for(pool, node_class, family, option, labels, now, tenancy_of(claim))
             response = call_with_backoff(lambda: self._ec2.create_fleet(**params), self._sleep)
         return self._parse_fleet(response, subnets, capacity_type)
 
@@ -277,6 +278,7 @@ class Ec2Fleet:
         option: LaunchOption,
         labels: Iterable[tuple[str, str]],
         now: float,
+        tenancy: str = "default",
     ) -> str:
         self._amis.refresh_if_stale(now)
         image = self._amis.resolve(node_class, self._cluster.version, option.arch, option.accelerator)
@@ -298,6 +300,7 @@ class Ec2Fleet:
                     ).items()
                 )
             ),
+            tenancy=tenancy,
         )
         name = self.templates.ensure(spec, now)
         self._template_images[name] = image  # the claim records the AMI it boots (drift detection)
@@ -308,3 +311,12 @@ def _call_error(error: ClientError) -> FleetCallError:
     code = error_code(error) or "ClientError"
     message = str(error.response.get("Error", {}).get("Message", ""))
     return FleetCallError(code, message, throttled=is_throttle(error), settled=code == IDEMPOTENT_MISMATCH)
+
+
+def tenancy_of(claim: NodeClaim) -> str:
+    """The claim's tenancy: `default` whenever its requirements allow it (aws provider `getTenancyType`),
+    else `dedicated`."""
+    allowed = Requirements.of(claim.requirements)
+    if allowed.allows(wellknown.INSTANCE_TENANCY, "default"):
+        return "default"
+    return "dedicated" if allowed.allows(wellknown.INSTANCE_TENANCY, "dedicated") else "default"

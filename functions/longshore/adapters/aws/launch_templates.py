@@ -38,6 +38,7 @@ class TemplateSpec:
     instance_profile: str | None = None
     detailed_monitoring: bool = False
     tags: tuple[tuple[str, str], ...] = ()
+    tenancy: str = "default"  # `karpenter.k8s.aws/instance-tenancy` of the claim
 
     def data(self) -> dict[str, Any]:
         """The `LaunchTemplateData` of CreateLaunchTemplate."""
@@ -60,6 +61,8 @@ class TemplateSpec:
         }
         if self.instance_profile:
             data["IamInstanceProfile"] = {"Name": self.instance_profile}
+        if self.tenancy != "default":
+            data["Placement"] = {"Tenancy": self.tenancy}
         return data
 
     def name(self) -> str:

@@ -50,6 +50,8 @@ class ClaimPlan:
     labels: Pairs = ()
     taints: tuple[Taint, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
+    # a `minValues` lowered under `minValuesPolicy: BestEffort` (None: the claim has no minValues)
+    min_values_relaxed: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,11 @@ class Plan:
                         for o in claim.offerings[:20]
                     ],
                     "pods": list(claim.pods),
+                    **(
+                        {}
+                        if claim.min_values_relaxed is None
+                        else {"min_values_relaxed": claim.min_values_relaxed}
+                    ),
                 }
                 for claim in self.new_claims
             ],

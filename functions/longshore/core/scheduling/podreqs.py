@@ -8,11 +8,17 @@ spreads count as hard until relaxed. When a pod cannot be placed, the scheduler 
 heaviest preferred anti-affinity term, (4) drop the heaviest preferred node-affinity term, (5) drop one
 `ScheduleAnyway` spread, (6) tolerate `PreferNoSchedule` taints (only when some pool has one).
 `ladder(pod)` lists those states, strictest first; each is a `Variant`.
+
+Under `preferencePolicy: Ignore` (Karpenter's `PREFERENCE_POLICY=Ignore`, `scheduler.go` builds strict pod
+requirements and `topology.go` skips preferred terms) no preference is ever hard: `without_preferences` drops
+the preferred node-affinity terms, the preferred pod affinity and anti-affinity terms and the `ScheduleAnyway`
+spreads of every pending pod before scheduling (bound pods' preferred anti-affinity never repels new pods under
+either policy: upstream's inverse anti-affinity tracks required terms only). The ORed required terms and the `PreferNoSchedule` step of the ladder are kept, as upstream's `Relax` does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from longshore.core.model import Requirement
 from longshore.core.pods import Pod, PodAffinityTerm, PreferredNodeTerm, TopologySpread
@@ -103,3 +109,19 @@ def ladder(pod: Pod, *, prefer_no_schedule_exists: bool) -> tuple[Variant, ...]:
             break
         variants.append(_variant(pod, terms, term, preferred_node, affinity, anti, anyway, tolerate, relaxed))
     return tuple(variants)
+
+
+def without_preferences(pod: Pod) -> Pod:
+    """The pod as `preferencePolicy: Ignore` schedules it: no preferred affinity, no `ScheduleAnyway` spread."""
+    anyway = any(s.when_unsatisfiable == "ScheduleAnyway" for s in pod.topology_spread)
+    if not (
+        anyway or pod.preferred_node_terms or pod.preferred_pod_affinity or pod.preferred_pod_anti_affinity
+    ):
+        return pod
+    return replace(
+        pod,
+        preferred_node_terms=(),
+        preferred_pod_affinity=(),
+        preferred_pod_anti_affinity=(),
+        topology_spread=tuple(s for s in pod.topology_spread if s.when_unsatisfiable == "DoNotSchedule"),
+    )

@@ -52,8 +52,11 @@ which every phase takes explicitly; `solve` is only the loop over the phases, as
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from longshore.core.scheduling.inputs import SchedulingInput
 from longshore.core.scheduling.plan import ExistingPlacement, Plan
+from longshore.core.scheduling.podreqs import without_preferences
 from longshore.core.scheduling.solver_diversity import diversify_spot
 from longshore.core.scheduling.solver_domains import split_units
 from longshore.core.scheduling.solver_existing import place_on_nodes
@@ -65,6 +68,10 @@ from longshore.core.scheduling.solver_variants import choose_variant
 
 def solve(inp: SchedulingInput) -> Plan:
     """Plan where every pending pod runs (see the module docstring)."""
+    if (
+        inp.settings.preference_policy == "Ignore"
+    ):  # bound pods' preferences never repel (inverse: required only)
+        inp = replace(inp, pods=tuple(without_preferences(p) for p in inp.pods))
     solver = SolverState(inp)
     classes = solver.pod_classes()
     units: list[Unit] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from dataclasses import replace
 
 from longshore.core import labels as wk
 from longshore.core.pods import Pod
@@ -216,6 +217,31 @@ def min_values_narrow(solver: SolverState, template: NodeTemplate) -> set[int]:
     return narrow
 
 
+def min_values_met(
+    solver: SolverState, template: NodeTemplate, requirements: Requirements, type_names: tuple[str, ...]
+) -> tuple[Requirements, bool | None]:
+    """The claim's requirements and whether a `minValues` was relaxed (None: it has none). Under `Strict`
+    every claim keeps its `minValues` (`min_values_narrow`); under `BestEffort` a claim whose types offer
+    fewer distinct values is launched anyway with `minValues` lowered to what they offer, as Karpenter's
+    scheduler relaxes it and marks the NodeClaim `karpenter.sh/nodeclaim-min-values-relaxed`."""
+    wanted = [(item.key, item.min_values) for item in requirements.items if item.min_values]
+    if not wanted:
+        return requirements, None
+    by_name = {option.name: option for option in template.options}
+    seen: dict[str, set[str]] = {key: set() for key, _ in wanted}
+    for name in type_names:
+        for key, values in _type_values(by_name[name], requirements, wanted).items():
+            seen[key] |= values
+    short = {key: len(seen[key]) for key, minimum in wanted if len(seen[key]) < minimum}
+    if not short or solver.inp.settings.min_values_policy != "BestEffort":
+        return requirements, False
+    items = tuple(
+        replace(item, min_values=max(1, short[item.key])) if item.key in short else item
+        for item in requirements.items
+    )
+    return Requirements(items), True
+
+
 def add_claim(
     solver: SolverState,
     template: NodeTemplate,
@@ -245,6 +271,7 @@ def add_claim(
             requirements = requirements.intersect(units[k].requirements)
         requirements = requirements.intersect(offered)
         solver.claim_requirements[memo_key] = requirements
+    requirements, relaxed = min_values_met(solver, template, requirements, type_names)
     number = solver.claim_counter.get(template.name, 0) + 1
     solver.claim_counter[template.name] = number
     name = f"{template.name}-{number}"
@@ -268,6 +295,7 @@ def add_claim(
             labels=tuple(sorted(labels.items())),
             taints=template.taints,
             startup_taints=template.startup_taints,
+            min_values_relaxed=relaxed,
         )
     )
     domains = {**labels, wk.ZONE: chosen.zone, wk.CAPACITY_TYPE: chosen.capacity_type, HOSTNAME: name}

@@ -1,0 +1,50 @@
+"""`karpenter.k8s.aws/instance-tenancy`: every type offers default and dedicated; a claim that only allows
+dedicated launches from a template with `Placement.Tenancy: dedicated` (aws provider `getTenancyType`)."""
+
+from __future__ import annotations
+
+from longshore.adapters.aws.fleet import tenancy_of
+from longshore.adapters.aws.launch_templates import TemplateSpec
+from longshore.core import labels as wk
+from longshore.core.claims import NodeClaim
+from longshore.core.model import MetadataOptions, Requirement
+from longshore.core.scheduling import solve
+from longshore.services.launch_requests import launch_request
+from tests.builders import catalog, instance_type, pod, pool, scheduling_input
+from tests.planner.fakes import cluster_config
+
+
+def _catalog():
+    return catalog(instance_type("m5.large", vcpus=2, memory_gib=8, price=0.096, zones=("us-east-1a",)))
+
+
+def test_every_type_offers_both_tenancies():
+    (m5,) = list(_catalog())
+    requirements = m5.requirements()
+    assert requirements.allows(wk.INSTANCE_TENANCY, "default")
+    assert requirements.allows(wk.INSTANCE_TENANCY, "dedicated")
+
+
+def test_a_pod_that_selects_dedicated_gets_a_dedicated_claim():
+    the_pool = pool()
+    plan = solve(
+        scheduling_input(
+            [pod("p", node_selector={wk.INSTANCE_TENANCY: "dedicated"}), pod("q")], [the_pool], _catalog()
+        )
+    )
+    assert not plan.unschedulable
+    by_pod = {key: claim for claim in plan.new_claims for key in claim.pods}
+    dedicated = launch_request(by_pod["default/p"], _catalog(), cluster_config(the_pool), now=0.0).claim
+    shared = launch_request(by_pod["default/q"], _catalog(), cluster_config(the_pool), now=0.0).claim
+    assert tenancy_of(dedicated) == "dedicated" and tenancy_of(shared) == "default"
+
+
+def test_tenancy_of_prefers_default_and_the_template_places_dedicated():
+    claim = NodeClaim(id="c", nodepool="p", node_class="c")
+    assert tenancy_of(claim) == "default"
+    either = (Requirement(wk.INSTANCE_TENANCY, "In", ("default", "dedicated")),)
+    assert tenancy_of(NodeClaim(id="c", nodepool="p", node_class="c", requirements=either)) == "default"
+    spec = TemplateSpec("ami-1", ("sg-1",), "", (), MetadataOptions())
+    assert "Placement" not in spec.data()
+    dedicated = TemplateSpec("ami-1", ("sg-1",), "", (), MetadataOptions(), tenancy="dedicated")
+    assert dedicated.data()["Placement"] == {"Tenancy": "dedicated"} and dedicated.name() != spec.name()

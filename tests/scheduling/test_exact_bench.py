@@ -58,6 +58,7 @@ def test_zone_anti_affinity_is_a_real_constraint() -> None:
         exact_optimum(classes, TYPES, time_limit=10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", [0, 1, 2, 3, 4, 5])
 def test_shared_lp_bounds_never_exceed_the_exact_optimum(index: int) -> None:
     """The benchmark's bounds (the shared `longshore_sim.lp_bound.pools`, through `bench.lower_bound`'s

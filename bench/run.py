@@ -10,7 +10,7 @@ Then the exact-optimum table (`bench/small.py`, `bench/exact.py`): ours ÷ the i
 all maximal node patterns, on 24 seeded small instances with and without hostname and zone anti-affinity,
 on-demand and spot.
 
-Between them, the configuration-LP table (`bench/config_lp.py`) on the constrained mix and the new
+Between them, the configuration-LP table (`bench.lower_bound.configuration`) on the constrained mix and the new
 families (`bench/families.py`): the column-generation bound, a rounded integer plan over its columns, and
 ours ÷ the best bound, round ÷ best bound (integrality) and ours ÷ round (the engine's own share).
 
@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline import greedy
-from bench.config_lp import configuration
 from bench.families import families
-from bench.lower_bound import LowerBound, cover_bound, fluid_bound
+from bench.lower_bound import LowerBound, configuration, cover_bound, fluid_bound
 from bench.small import run_small
 from bench.workloads import CLASS, Workload, constrained_mix, deployment_mix, karpenter_mix
 from longshore.core.scheduling import Plan, SchedulingInput, solve
@@ -59,7 +58,7 @@ def _cases(quick: bool) -> list[tuple[Callable[[], Workload], str]]:
     return cases
 
 
-#: The workloads the configuration LP runs on (bench/config_lp.py): constrained and new families.
+#: The workloads the configuration LP runs on (bench.lower_bound.configuration): constrained and new families.
 CONFIGURATION_PREFIXES = ("constrained-", "memory-heavy-", "microservices-", "odd-shapes-", "spot-batch-")
 
 

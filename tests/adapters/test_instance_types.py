@@ -42,6 +42,7 @@ def moto_catalog() -> Iterator[tuple[Catalog, Any]]:
         yield catalog, ec2
 
 
+@pytest.mark.slow
 def test_catalog_covers_moto_types_across_pages(moto_catalog: tuple[Catalog, Any]) -> None:
     catalog, _ = moto_catalog
     assert catalog.region == "us-east-1"
@@ -75,6 +76,7 @@ def test_m5_large_labels_and_allocatable_match_karpenter(moto_catalog: tuple[Cat
     }
 
 
+@pytest.mark.slow
 def test_graviton_is_arm64_with_cma_reserved(moto_catalog: tuple[Catalog, Any]) -> None:
     c6g = moto_catalog[0]["c6g.large"]
     assert c6g.arch == "arm64" and c6g.requirements().values(wk.ARCH) == {"arm64"}

@@ -37,6 +37,7 @@ def _fleet(world: World, types: list[str], capacity_type: str = "spot", ec2: Any
     )
 
 
+@pytest.mark.slow
 def test_emulator_orders_pools_by_price_and_reports_refused_ones(world: World) -> None:
     prices = {"m5.large": 0.04, "c5.large": 0.03, "r5.large": 0.05}
     emulator = world.fleet  # one emulator per client: a second one would only see the first one's choice

@@ -165,6 +165,7 @@ TEMPLATE = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(provisioner())
 def test_any_provisioner_and_its_v1_conversion_normalise_alike(document: dict[str, Any]) -> None:

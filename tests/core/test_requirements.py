@@ -197,24 +197,28 @@ def semantic(requirements: Requirements) -> dict[str, tuple[bool, ...]]:
     return {key: tuple(requirements.allows(key, v) for v in PROBES) for key in KEYS}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(requirement_sets, requirement_sets)
 def test_intersection_is_commutative(a: Requirements, b: Requirements) -> None:
     assert a.intersect(b) == b.intersect(a)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(requirement_sets, requirement_sets, requirement_sets)
 def test_intersection_is_associative(a: Requirements, b: Requirements, c: Requirements) -> None:
     assert a.intersect(b).intersect(c) == a.intersect(b.intersect(c))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(requirement_sets)
 def test_intersection_is_idempotent(a: Requirements) -> None:
     assert a.intersect(a) == a
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(requirement_sets, requirement_sets)
 def test_intersection_allows_exactly_what_both_allow(a: Requirements, b: Requirements) -> None:
@@ -224,6 +228,7 @@ def test_intersection_allows_exactly_what_both_allow(a: Requirements, b: Require
             assert both.allows(key, value) == (a.allows(key, value) and b.allows(key, value))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(requirement_sets, requirement_sets)
 def test_compatibility_is_symmetric(a: Requirements, b: Requirements) -> None:
@@ -231,6 +236,7 @@ def test_compatibility_is_symmetric(a: Requirements, b: Requirements) -> None:
     assert (a.incompatibility(b) is None) == (b.incompatibility(a) is None)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(requirement_sets, requirement_sets)
 def test_compatible_means_a_common_value_or_both_tolerate_absence(a: Requirements, b: Requirements) -> None:

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from tests.fuzz.targets import TARGETS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(n for n, t in TARGETS.items() if t.short_examples))
 def test_mutated_inputs_end_in_a_result_or_a_clear_error(name: str) -> None:
     target = TARGETS[name]

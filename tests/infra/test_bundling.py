@@ -96,6 +96,7 @@ def test_local_bundle_has_our_package_and_arm64_dependencies_with_unchecked_hash
     shutil.rmtree(out)
 
 
+@pytest.mark.slow
 def test_no_handler_imports_what_the_asset_leaves_out() -> None:
     import subprocess
     import sys

@@ -182,11 +182,13 @@ def granted_permissions(role_name: str) -> set[Permission]:
     }
 
 
+@pytest.mark.slow
 def test_the_scan_sees_the_adapters_calls() -> None:
     assert ("", "pods/eviction", "create") in used_permissions()
     assert function_permissions("steps") >= {("", "pods/eviction", "create"), ("", "nodes", "patch")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("function", KUBE_FUNCTIONS)
 def test_each_function_is_allowed_its_kubernetes_calls_and_nothing_else(function: str) -> None:
     used = function_permissions(function)

@@ -26,6 +26,7 @@ PLUMBING_SIDS = ("LambdaVpc",)
 """Lambda's network interfaces in the configured subnets (VPC placement only), not a call of the code."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("function", sorted(FUNCTION_ACTIONS))
 def test_the_table_lists_exactly_the_actions_the_code_calls(function: str) -> None:
     called = with_implied(calls.actions_called(HANDLER_MODULES[function]))
@@ -56,6 +57,7 @@ def _granted(template: dict[str, Any], role: str) -> set[str]:
     return {a for a in actions if not a.startswith(PLUMBING_PREFIXES)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stack", ["demo", "private"])
 @pytest.mark.parametrize("function", sorted(FUNCTION_ACTIONS))
 def test_each_role_grants_exactly_its_functions_actions(

@@ -69,6 +69,7 @@ def test_deployed_definitions_are_the_workflow_packages_own(synthesis: Synthesis
     assert definitions["longshore-demo-rotation"] == rotation_definition(steps_arn, disruption_arn)
 
 
+@pytest.mark.slow
 def test_deployed_definitions_pass_asl_validator(synthesis: Synthesis, tmp_path: Path) -> None:
     command = [asl_validator()]
     for name, definition in _definitions(synthesis).items():
@@ -79,6 +80,7 @@ def test_deployed_definitions_pass_asl_validator(synthesis: Synthesis, tmp_path:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_asl_validator_rejects_a_dangling_transition(synthesis: Synthesis, tmp_path: Path) -> None:
     broken = _definitions(synthesis)["longshore-demo-disruption"]
     broken["States"]["Taint"]["Next"] = "NoSuchState"

@@ -62,6 +62,7 @@ def test_the_trigger_invokes_the_provisioner_asynchronously(aws: None) -> None:
         stub.assert_no_pending_responses()
 
 
+@pytest.mark.slow
 def test_a_refused_invoke_raises_so_the_message_is_retried() -> None:
     client = boto3.client("lambda", region_name=REGION)
     with Stubber(client) as stub:

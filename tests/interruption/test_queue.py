@@ -102,6 +102,7 @@ def test_a_message_that_fails_once_succeeds_on_redelivery(queues: tuple[Any, str
     assert queue_bodies(sqs, dlq_url) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sample",
     [

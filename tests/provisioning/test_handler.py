@@ -79,6 +79,7 @@ def test_the_handler_provisions_pending_pods_and_stops_once_its_nodes_are_initia
     assert sink.named(telemetry.DECISION_LATENCY_MS)
 
 
+@pytest.mark.slow
 def test_the_runtime_reads_the_cluster_config_from_ssm(
     wired: tuple[SimulatedWorld, MemoryMetricsSink],
 ) -> None:

@@ -81,6 +81,7 @@ def test_ec2_throttling_is_retried_with_backoff_and_still_launches_once(make_wor
     assert second - first >= 1.0, "the retry waited (virtual time) instead of hammering EC2"
 
 
+@pytest.mark.slow
 def test_kube_api_5xx_and_timeouts_are_retried(
     make_world: MakeWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,6 +117,7 @@ def test_kube_api_read_timeouts_on_virtual_time_are_retried_and_a_served_write_i
     assert len(running(world)) == 3 and no_duplicates(world)
 
 
+@pytest.mark.slow
 def test_a_read_timeout_is_what_urllib3_raises_and_the_retry_layer_retries_it(make_world: MakeWorld) -> None:
     world = make_world()
     faults = world.cluster.emulator.faults
@@ -128,6 +130,7 @@ def test_a_read_timeout_is_what_urllib3_raises_and_the_retry_layer_retries_it(ma
     assert is_transient(ReadTimeoutError(None, "/api/v1/nodes", "Read timed out."))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_an_api_server_outage_longer_than_the_retries_does_not_end_the_run(make_world: MakeWorld) -> None:
     world = make_world()
     outage = world.cluster.emulator.faults.add(Fault(resource="pods", verb="list", status=500, times=12))
@@ -165,6 +168,7 @@ def test_capacity_errors_on_every_type_leave_pods_pending_with_a_reason_and_retr
     assert len(running(world)) == 2 and no_duplicates(world)
 
 
+@pytest.mark.slow
 def test_a_run_killed_after_create_fleet_is_adopted_not_launched_twice(make_world: MakeWorld) -> None:
     world = make_world()
     world.fleet.crash_after_create_fleet = 1

@@ -65,6 +65,7 @@ def busy_node(world: World, name: str = "old", pods: int = 3) -> None:
         world.cluster.add_pod(running_pod(f"web-{index}", name, cpu="1", memory="1Gi", labels={"app": "web"}))
 
 
+@pytest.mark.slow
 def test_a_node_with_pods_is_replaced_by_the_cheapest_type_that_fits_them(world: World) -> None:
     busy_node(world)
     claim = world.store.get("general-old")

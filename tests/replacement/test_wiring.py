@@ -82,6 +82,7 @@ def live_instances() -> list[dict[str, Any]]:
     return [i for r in pages["Reservations"] for i in r["Instances"]]
 
 
+@pytest.mark.slow
 def test_build_ports_wires_the_real_replacement_launcher(environment: FakeCluster) -> None:
     ports = workflow_steps.build_workflow_steps(Runtime.from_env())
     assert isinstance(ports.replacements, ClusterReplacementLauncher)

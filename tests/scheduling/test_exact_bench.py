@@ -56,3 +56,23 @@ def test_zone_anti_affinity_is_a_real_constraint() -> None:
     assert brute_force(classes, TYPES) == float("inf")
     with pytest.raises(RuntimeError):
         exact_optimum(classes, TYPES, time_limit=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", [0, 1, 2, 3, 4, 5])
+def test_shared_lp_bounds_never_exceed_the_exact_optimum(index: int) -> None:
+    """The benchmark's bounds (the shared `longshore_sim.lp_bound.pools`, through `bench.lower_bound`'s
+    Workload adapter) are at most the exact optimum of the small instances, and the configuration bound is at
+    least the fluid one up to solver tolerance."""
+    from bench.lower_bound import configuration, fluid_bound
+    from bench.small import small_instances
+
+    instance = small_instances(count=6)[index]
+    exact = exact_optimum(instance.classes, instance.types, time_limit=30)
+    assert exact.optimal
+    fluid = fluid_bound(instance.workload)
+    assert fluid.cost <= exact.cost * (1 + 1e-7)
+    found = configuration(instance.workload, time_limit=5, round_limit=5)
+    assert found.bound <= exact.cost * (1 + 1e-7)
+    if found.converged:
+        assert found.bound >= fluid.cost * (1 - 1e-6)

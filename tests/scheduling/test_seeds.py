@@ -171,6 +171,7 @@ def test_valid_08_keeps_to_its_two_zones_and_two_types():
     assert sorted(zones.values()) == [6, 6]
 
 
+@pytest.mark.slow
 def test_valid_07_capacity_spread_splits_two_to_three():
     pods = replicas(
         "web",

@@ -105,6 +105,7 @@ def remove_unregistered_taint(core: client.CoreV1Api, node: client.V1Node) -> No
     )
 
 
+@pytest.mark.slow
 def test_instance_registers_after_the_boot_delay(
     cluster: SimulatedCluster, ec2: Any, subnet: str, core: client.CoreV1Api
 ) -> None:

@@ -334,3 +334,54 @@ def test_out_of_time_the_report_falls_back_to_the_fluid_bound() -> None:
 def test_no_pods_no_bound() -> None:
     report = lower_bounds([], config_of(pool()), catalog(instance_type("c5.large")))
     assert report.best_per_hour == 0.0 and report.configuration.stopped == "no pods"
+
+
+# -- the benchmark's bounds in the same module (longshore_sim.lp_bound.pools) ----------------------------------
+
+
+def test_pools_fluid_bound_by_hand() -> None:
+    """Five 1-vCPU pods on one pool: the fluid bound buys exactly the cpu they need of the cheaper type per
+    allocatable millicore, and the cover bound (merged classes, no zones) is the same here."""
+    from longshore.core.allocatable import allocatable
+    from longshore.core.model import Settings
+    from longshore_sim.lp_bound.pools import class_instance, cover_bound, fluid_bound
+
+    types = (
+        instance_type("small", vcpus=2, memory_gib=8, price=0.1),
+        instance_type("large", vcpus=8, memory_gib=32, price=0.5),
+    )
+    pods = replicas("web", 5, cpu="1", memory="1Gi")
+    chosen = pool()
+    fluid = fluid_bound(pods, chosen, catalog(*types))
+    per_milli = min(
+        it.offerings[0].price / allocatable(it, None, None, Settings()).get("cpu") for it in types
+    )
+    assert fluid.cost == pytest.approx(5000 * per_milli, rel=1e-9)
+    assert cover_bound(pods, chosen, catalog(*types)).cost == pytest.approx(fluid.cost, rel=1e-9)
+    instance = class_instance(pods, chosen, catalog(*types))
+    assert list(instance.counts.values()) == [5.0]
+    assert list(instance.whole.values()) == [5]
+
+
+def test_pools_anti_affinity_caps_one_pod_per_node() -> None:
+    """Three mutually anti-affine pods need three nodes in the fluid bound and the cover bound alike."""
+    from longshore_sim.lp_bound.pools import cover_bound, fluid_bound
+
+    small = instance_type("small", vcpus=2, memory_gib=8, price=0.1)
+    pods = replicas("db", 3, cpu="100m", memory="128Mi", affinity=anti_affinity("db"))
+    assert fluid_bound(pods, pool(), catalog(small)).cost == pytest.approx(0.3, rel=1e-9)
+    assert cover_bound(pods, pool(), catalog(small)).cost == pytest.approx(0.3, rel=1e-9)
+
+
+def test_bench_adapter_is_the_shared_module() -> None:
+    """`bench.lower_bound` only adapts a Workload: its values are the shared module's, and the Karpenter
+    mix's cover bound at 100 pods is README's benchmark table figure (24.504 $/h)."""
+    from bench.lower_bound import cover_bound
+    from bench.workloads import karpenter_mix
+
+    from longshore_sim.lp_bound import pools
+
+    workload = karpenter_mix(100)
+    cover = cover_bound(workload)
+    assert round(cover.cost, 3) == 24.504
+    assert cover.cost == pools.cover_bound(workload.pods, workload.pools[0], workload.catalog).cost

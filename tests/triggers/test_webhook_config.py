@@ -60,6 +60,7 @@ def test_match_conditions_agree_with_the_decision_table(operation: str) -> None:
         assert _sends(operation, obj, old) == bool(admission_targets(operation, "Pod", obj, old)), pod
 
 
+@pytest.mark.slow
 def test_the_samples_the_webhook_sends_are_the_ones_that_wake_something() -> None:
     for path in sorted(SAMPLES.glob("admission-*.json")):
         request = json.loads(json.loads(path.read_text())["body"])["request"]

@@ -551,7 +551,7 @@ class ScenarioRunner:
         if any(c.state != "initialized" for c in claims):
             return False
         owned = {c.instance_id for c in claims if c.instance_id}
-        return all(i["InstanceId"] in owned for i in self.world.live_instances())
+        return all(i in owned for i in self.world.live_instance_ids())
 
     def _next_event(self) -> float:
         now = self.world.clock.now()

@@ -592,6 +592,25 @@ class SimulatedWorld:
 
     # -- observation ------------------------------------------------------------------------------------------
 
+    def live_instance_ids(self) -> list[str]:
+        """Ids of the cluster's pending and running instances, read from moto's EC2 backend in process: the
+        simulation's own observation (the runner's quiet-world check), not the product's I/O, so it costs no
+        botocore request and no response serialisation. Same answer as `live_instances`."""
+        from moto.ec2.models import ec2_backends
+
+        from longshore_sim.aws import ACCOUNT_ID
+
+        backend = ec2_backends[ACCOUNT_ID][self.config.region]
+        tags = backend.tags
+        name = self.config.name
+        return [
+            instance.id
+            for reservation in backend.reservations.values()
+            for instance in reservation.instances
+            if instance.state in ("pending", "running")
+            and tags.get(instance.id, {}).get("longshore.io/cluster") == name
+        ]
+
     def live_instances(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         paginator = self.ec2_reader.get_paginator("describe_instances")

@@ -302,3 +302,17 @@ def test_an_instance_that_never_registers_is_terminated_after_15_minutes_and_rep
     [claim] = world.store.list()
     assert claim.instance_id != instance_id and claim.state == "initialized"
     assert world.clock.now() - world.fleet_request_times[0] >= REGISTRATION_TIMEOUT_S
+
+
+def test_the_worlds_direct_reading_of_live_instances_matches_describe_instances(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    scale(world, 5)
+    world.invoke(timeout_s=90)
+    first, *_ = [i["InstanceId"] for i in world.live_instances()]
+    world.ec2_reader.terminate_instances(InstanceIds=[first])
+
+    described = sorted(i["InstanceId"] for i in world.live_instances())
+    assert described and first not in described
+    assert sorted(world.live_instance_ids()) == described

@@ -316,3 +316,12 @@ def test_the_worlds_direct_reading_of_live_instances_matches_describe_instances(
     described = sorted(i["InstanceId"] for i in world.live_instances())
     assert described and first not in described
     assert sorted(world.live_instance_ids()) == described
+    for instance in world.live_instances():
+        observed = world.observed_instance(instance["InstanceId"])
+        assert observed["InstanceType"] == instance["InstanceType"]
+        assert observed.get("InstanceLifecycle") == instance.get("InstanceLifecycle")
+        assert observed["Placement"]["AvailabilityZone"] == instance["Placement"]["AvailabilityZone"]
+        tags = sorted((t["Key"], t["Value"]) for t in instance["Tags"])
+        assert sorted((t["Key"], t["Value"]) for t in observed["Tags"]) == tags
+        claim = dict(tags)["karpenter.sh/nodeclaim"]
+        assert world.live_instance_ids("karpenter.sh/nodeclaim", claim) == [instance["InstanceId"]]

@@ -47,6 +47,33 @@ def no_duplicates(world: SimulatedWorld) -> bool:
 
 
 @pytest.mark.slow
+def lease_expiry(world: SimulatedWorld) -> float:
+    item = world.dynamodb.get_item(
+        TableName=world.table.name, Key={"pk": {"S": f"lease#{LEASE_NAME}"}, "sk": {"S": "lease"}}
+    )["Item"]
+    return float(item["expires"]["N"])
+
+
+def test_a_held_lease_is_renewed_once_15_s_old_not_at_every_pass_and_still_excludes_another_run(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    run, other = world.service("run-a"), world.service("run-b")
+    taken = world.clock.now()
+    run.run_pass()
+    assert lease_expiry(world) == pytest.approx(taken + 60)
+    world.sleep(10)
+    run.run_pass()  # 10 s old: held for 50 s more, not written
+    assert lease_expiry(world) == pytest.approx(taken + 60) and run.lease_taken_at == taken
+    assert other.run_pass().status == "lease-held"
+    world.sleep(6)
+    renewed = world.clock.now()
+    run.run_pass()  # 16 s old: renewed
+    assert lease_expiry(world) == pytest.approx(renewed + 60) and run.lease_taken_at == renewed
+    run.release()
+    assert other.run_pass().status == "idle"
+
+
 def test_pending_pods_get_nodes_and_the_nodes_are_registered_and_initialized(make_world: MakeWorld) -> None:
     world = make_world()
     pending_at = scale(world, 5)

@@ -551,7 +551,7 @@ class ScenarioRunner:
         if any(c.state != "initialized" for c in claims):
             return False
         owned = {c.instance_id for c in claims if c.instance_id}
-        return all(i["InstanceId"] in owned for i in self.world.live_instances())
+        return all(i in owned for i in self.world.live_instance_ids())
 
     def _next_event(self) -> float:
         now = self.world.clock.now()
@@ -881,26 +881,14 @@ class ScenarioRunner:
 
     def _on_launch(self, parsed: dict[str, Any]) -> None:
         for instance_id in launched_instance_ids(parsed):
-            found = self.world.ec2_reader.describe_instances(InstanceIds=[instance_id])["Reservations"]
-            instance = found[0]["Instances"][0]
+            instance = self.world.observed_instance(instance_id)
             tags = {t["Key"]: t["Value"] for t in instance.get("Tags") or []}
             claim = tags.get("karpenter.sh/nodeclaim")
             self.obs.nodes_launched += 1
             self.counters.live_prices[instance_id] = self.world.price_of_instance(instance)
             kind = f"{instance['InstanceType']}/{'spot' if instance.get('InstanceLifecycle') == 'spot' else 'on-demand'}"
             self.counters.launched_types[kind] = self.counters.launched_types.get(kind, 0) + 1
-            same_claim = []
-            if claim:
-                same_claim = [
-                    i["InstanceId"]
-                    for r in self.world.ec2_reader.describe_instances(
-                        Filters=[
-                            {"Name": "tag:karpenter.sh/nodeclaim", "Values": [claim]},
-                            {"Name": "instance-state-name", "Values": ["pending", "running"]},
-                        ]
-                    )["Reservations"]
-                    for i in r["Instances"]
-                ]
+            same_claim = self.world.live_instance_ids("karpenter.sh/nodeclaim", claim) if claim else []
             self.checker.note_launch(claim, instance_id, same_claim)
         self.planner.poke()
 

@@ -592,6 +592,43 @@ class SimulatedWorld:
 
     # -- observation ------------------------------------------------------------------------------------------
 
+    def _ec2_backend(self) -> Any:
+        from moto.ec2.models import ec2_backends
+
+        from longshore_sim.aws import ACCOUNT_ID
+
+        return ec2_backends[ACCOUNT_ID][self.config.region]
+
+    def live_instance_ids(self, tag: str = "longshore.io/cluster", value: str | None = None) -> list[str]:
+        """Ids of the pending and running instances tagged `tag=value` (default: the cluster's), read from
+        moto's EC2 backend in process: the simulation's own observation (the runner's quiet-world check and
+        launch observer), not the product's I/O, so it costs no botocore request and no response
+        serialisation. Same answer as DescribeInstances with those filters (`live_instances`)."""
+        backend = self._ec2_backend()
+        tags = backend.tags
+        wanted = self.config.name if value is None else value
+        return [
+            instance.id
+            for reservation in backend.reservations.values()
+            for instance in reservation.instances
+            if instance.state in ("pending", "running") and tags.get(instance.id, {}).get(tag) == wanted
+        ]
+
+    def observed_instance(self, instance_id: str) -> dict[str, Any]:
+        """What the runner's launch observer reads of an instance (id, type, lifecycle, zone, tags), in
+        DescribeInstances' shape, from moto's EC2 backend in process (see `live_instance_ids`)."""
+        backend = self._ec2_backend()
+        instance = backend.get_instance(instance_id)
+        found: dict[str, Any] = {
+            "InstanceId": instance.id,
+            "InstanceType": instance.instance_type,
+            "Placement": {"AvailabilityZone": instance.placement.zone},
+            "Tags": [{"Key": k, "Value": v} for k, v in backend.tags.get(instance.id, {}).items()],
+        }
+        if instance.lifecycle:
+            found["InstanceLifecycle"] = instance.lifecycle
+        return found
+
     def live_instances(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         paginator = self.ec2_reader.get_paginator("describe_instances")

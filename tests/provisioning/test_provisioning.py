@@ -47,6 +47,33 @@ def no_duplicates(world: SimulatedWorld) -> bool:
 
 
 @pytest.mark.slow
+def lease_expiry(world: SimulatedWorld) -> float:
+    item = world.dynamodb.get_item(
+        TableName=world.table.name, Key={"pk": {"S": f"lease#{LEASE_NAME}"}, "sk": {"S": "lease"}}
+    )["Item"]
+    return float(item["expires"]["N"])
+
+
+def test_a_held_lease_is_renewed_once_15_s_old_not_at_every_pass_and_still_excludes_another_run(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    run, other = world.service("run-a"), world.service("run-b")
+    taken = world.clock.now()
+    run.run_pass()
+    assert lease_expiry(world) == pytest.approx(taken + 60)
+    world.sleep(10)
+    run.run_pass()  # 10 s old: held for 50 s more, not written
+    assert lease_expiry(world) == pytest.approx(taken + 60) and run.lease_taken_at == taken
+    assert other.run_pass().status == "lease-held"
+    world.sleep(6)
+    renewed = world.clock.now()
+    run.run_pass()  # 16 s old: renewed
+    assert lease_expiry(world) == pytest.approx(renewed + 60) and run.lease_taken_at == renewed
+    run.release()
+    assert other.run_pass().status == "idle"
+
+
 def test_pending_pods_get_nodes_and_the_nodes_are_registered_and_initialized(make_world: MakeWorld) -> None:
     world = make_world()
     pending_at = scale(world, 5)
@@ -306,3 +333,26 @@ def test_an_instance_that_never_registers_is_terminated_after_15_minutes_and_rep
     [claim] = world.store.list()
     assert claim.instance_id != instance_id and claim.state == "initialized"
     assert world.clock.now() - world.fleet_request_times[0] >= REGISTRATION_TIMEOUT_S
+
+
+def test_the_worlds_direct_reading_of_live_instances_matches_describe_instances(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    scale(world, 5)
+    world.invoke(timeout_s=90)
+    first, *_ = [i["InstanceId"] for i in world.live_instances()]
+    world.ec2_reader.terminate_instances(InstanceIds=[first])
+
+    described = sorted(i["InstanceId"] for i in world.live_instances())
+    assert described and first not in described
+    assert sorted(world.live_instance_ids()) == described
+    for instance in world.live_instances():
+        observed = world.observed_instance(instance["InstanceId"])
+        assert observed["InstanceType"] == instance["InstanceType"]
+        assert observed.get("InstanceLifecycle") == instance.get("InstanceLifecycle")
+        assert observed["Placement"]["AvailabilityZone"] == instance["Placement"]["AvailabilityZone"]
+        tags = sorted((t["Key"], t["Value"]) for t in instance["Tags"])
+        assert sorted((t["Key"], t["Value"]) for t in observed["Tags"]) == tags
+        claim = dict(tags)["karpenter.sh/nodeclaim"]
+        assert world.live_instance_ids("karpenter.sh/nodeclaim", claim) == [instance["InstanceId"]]

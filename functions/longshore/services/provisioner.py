@@ -5,7 +5,8 @@ ports only (Kubernetes, the claim store, offering availability, the lease, the l
 clock and a metrics sink):
 
 1. *Lease.* Take (or renew) the `provisioner` lease in the store. A run that cannot does nothing this pass,
-   so two runs (a retried Lambda, an overlapping schedule) never plan and launch at once.
+   so two runs (a retried Lambda, an overlapping schedule) never plan and launch at once. A held lease is
+   renewed only once `lease_renew_s` (15 s) old, so every pass starts with at least 45 s of its 60 s TTL left.
 2. *Lifecycle.* Registration, initialization, launch and registration timeouts, adoption after a crash and
    orphan collection (`services.lifecycle`), so capacity that timed out is forgotten before planning. Then
    static NodePools are brought to their `replicas` (`services.static_pools`); pods never launch for them.
@@ -73,6 +74,7 @@ class ProvisionerSettings:
     batch_idle_s: float = 1.0
     batch_max_s: float = 10.0
     lease_ttl_s: float = 60.0
+    lease_renew_s: float = 15.0  # a held lease is renewed once this old: every pass starts with >= 45 s of it
     event_repeat_s: float = 120.0  # Karpenter's recorder de-duplicates identical events for 2 min
     max_events_per_pass: int = 50
     poll_s: float = 1.0
@@ -196,7 +198,14 @@ class ProvisionerService:
     # -- the lease ------------------------------------------------------------------------------------------
 
     def _take_lease(self) -> bool:
+        """Take the lease, or renew it once `lease_renew_s` old. While younger it is held, unexpired, for at
+        least `lease_ttl_s - lease_renew_s` more (no other owner can take it before its expiry: the `Lease`
+        contract), so no write is needed: a run polling every second while nodes boot writes the lease every
+        15 s, not every pass."""
         now = self._clock.now()
+        taken = self.lease_taken_at
+        if self._holding and taken is not None and 0 <= now - taken < self.settings.lease_renew_s:
+            return True
         self._holding = self._lease.acquire(LEASE_NAME, self.owner, now, self.settings.lease_ttl_s)
         if self._holding:
             self.lease_taken_at = now

@@ -6,6 +6,7 @@ setuptools of the dev group), so this checks exactly what a user's `pip install 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,13 +16,26 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# pip builds a local project in its own tree (build/, *.egg-info), where two builds at once collide (a module
+# fixture runs once per xdist worker): each build gets a copy of what the wheel is made of
+PROJECT_FILES = ("pyproject.toml", "README.md", "LICENSE", "functions", "sim")
+
+
+def _project_copy(into: Path) -> Path:
+    for name in PROJECT_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source, into / name)
+    return into
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
-    subprocess.run(
+    built = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -32,12 +46,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
             "--no-build-isolation",
             "-w",
             str(out),
-            str(REPO),
+            str(_project_copy(tmp_path_factory.mktemp("project"))),
         ],
-        check=True,
         cwd=build,
         capture_output=True,
+        text=True,
     )
+    assert built.returncode == 0, built.stdout + built.stderr
     (path,) = out.glob("longshore-*.whl")
     return zipfile.ZipFile(path)
 

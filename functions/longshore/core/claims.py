@@ -173,6 +173,7 @@ class LaunchOption:
     arch: str = "x86_64"  # "x86_64" | "arm64"
     accelerator: str = ""  # "" | "nvidia" | "neuron": picks the AMI variant
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
+    efa: int = 0  # EFA interfaces to attach: the type's vpc.amazonaws.com/efa when the claim requests it
 
     @property
     def key(self) -> tuple[str, str, str]:

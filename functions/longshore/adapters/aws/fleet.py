@@ -5,7 +5,11 @@ What one call sends (`Type=instant`, `TotalTargetCapacity=1`): up to 60 override
 on-demand or `price-capacity-optimized` spot; tags for the instance, its volumes and the fleet; and the
 `ClientToken` of the claim's recorded attempt (`core.claims.client_token`), so EC2 itself de-duplicates a
 retried call. Overrides are grouped into content-addressed launch templates (one per image x kubelet
-settings); a template deleted under us is recreated once and the call repeated, as Karpenter does.
+settings); a template deleted under us is recreated once and the call repeated, as Karpenter does. The
+template carries the node class's network interfaces, `ipPrefixCount` and placement group (resolved once per
+node class by DescribePlacementGroups), the option's EFA interfaces, and the RAID0 instance-store setup in the
+user data (`launch_templates`, `userdata_render`); a node in a placement group registers with
+`karpenter.k8s.aws/placement-group-id`, as Karpenter labels it.
 Throttling is retried by botocore and then by `retry.call_with_backoff` on the injected sleep; an error that
 refuses the whole call becomes `ports.cloud.FleetCallError`. Deciding what to launch, owning the claim,
 falling back and recording the result is `services.launch.ClaimLauncher`'s job, not this module's.
@@ -18,11 +22,23 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from longshore.adapters.aws import tags as tagnames
-from longshore.adapters.aws.amis import AmiResolver, effective_family
+from longshore.adapters.aws.amis import (
+    AmiResolver,
+    bottlerocket_version,
+    effective_family,
+    supports_default_bind,
+)
 from longshore.adapters.aws.launch_templates import LaunchTemplates, TemplateSpec, default_block_devices
-from longshore.adapters.aws.network import Subnet, select_security_groups, select_subnets, subnet_per_zone
+from longshore.adapters.aws.network import (
+    PlacementGroup,
+    Subnet,
+    select_placement_group,
+    select_security_groups,
+    select_subnets,
+    subnet_per_zone,
+)
 from longshore.adapters.aws.retry import ClientError, call_with_backoff, error_code, is_throttle
-from longshore.adapters.aws.userdata import Bootstrap, ClusterInfo
+from longshore.adapters.aws.userdata import BOTTLEROCKET_LEGACY_BIND_DIRS, Bootstrap, ClusterInfo
 from longshore.adapters.aws.userdata_render import encode_user_data, render_user_data
 from longshore.core import labels as wellknown
 from longshore.core.catalog import WINDOWS_BUILDS
@@ -49,8 +65,10 @@ def node_bootstrap(
     option: LaunchOption,
     family: str,
     labels: Iterable[tuple[str, str]] = (),
+    ephemeral_bind_dirs: tuple[str, ...] = (),
 ) -> Bootstrap:
-    """The labels, taints and kubelet values a node launched for `option` registers with."""
+    """The labels, taints and kubelet values a node launched for `option` registers with, and its instance-store
+    setup (`ephemeral_bind_dirs`: what Bottlerocket's RAID0 bind names, empty for the OS's defaults)."""
     kubelet = pool.effective_kubelet(node_class)
     node_labels = dict(pool.labels)
     node_labels.update(labels)
@@ -78,6 +96,8 @@ def node_bootstrap(
         kube_reserved=settings.kube_reserved or kubelet.kube_reserved,
         system_reserved=settings.system_reserved or kubelet.system_reserved,
         eviction_hard=settings.eviction_hard or kubelet.eviction_hard,
+        instance_store_raid0=node_class.instance_store_policy == "RAID0",
+        ephemeral_bind_dirs=ephemeral_bind_dirs if node_class.instance_store_policy == "RAID0" else (),
     )
 
 
@@ -104,6 +124,7 @@ class Ec2Fleet:
         self._subnets: dict[str, dict[str, Subnet]] = {}
         self._security_groups: dict[str, tuple[str, ...]] = {}
         self._profiles: dict[str, str | None] = {}
+        self._placement_groups: dict[str, PlacementGroup] = {}
 
     def forget_images(self) -> None:
         """Drop the AMI resolver's answers, as a cold container would start (the next launch asks SSM)."""
@@ -239,6 +260,21 @@ class Ec2Fleet:
             )
         return self._security_groups[node_class.name]
 
+    def _placement_group(self, node_class: NodeClass) -> PlacementGroup | None:
+        term = node_class.placement_group
+        if term is None:
+            return None
+        if node_class.name not in self._placement_groups:
+            self._placement_groups[node_class.name] = select_placement_group(self._ec2, term, node_class.name)
+        return self._placement_groups[node_class.name]
+
+    def _bind_dirs(self, node_class: NodeClass, family: str, image: str) -> tuple[str, ...]:
+        """Bottlerocket RAID0: the directories to bind on images older than 1.46 (Karpenter's version rule)."""
+        if family != "Bottlerocket" or node_class.instance_store_policy != "RAID0":
+            return ()
+        version = bottlerocket_version(node_class, self._amis.image_name(node_class, image))
+        return () if supports_default_bind(version) else BOTTLEROCKET_LEGACY_BIND_DIRS
+
     def _instance_profile(self, node_class: NodeClass) -> str | None:
         if node_class.instance_profile or not node_class.role:
             return node_class.instance_profile
@@ -282,7 +318,11 @@ class Ec2Fleet:
     ) -> str:
         self._amis.refresh_if_stale(now)
         image = self._amis.resolve(node_class, self._cluster.version, option.arch, option.accelerator)
-        bootstrap = node_bootstrap(pool, node_class, option, family, labels)
+        group = self._placement_group(node_class)
+        if group is not None:
+            labels = (*labels, (wellknown.PLACEMENT_GROUP_ID, group.group_id))
+        bind_dirs = self._bind_dirs(node_class, family, image)
+        bootstrap = node_bootstrap(pool, node_class, option, family, labels, bind_dirs)
         kubelet = pool.effective_kubelet(node_class)
         text = self._render(family, bootstrap, kubelet, node_class.user_data)
         spec = TemplateSpec(
@@ -301,6 +341,11 @@ class Ec2Fleet:
                 )
             ),
             tenancy=tenancy,
+            network_interfaces=node_class.network_interfaces,
+            efa_count=option.efa,
+            ip_prefix_count=node_class.ip_prefix_count,
+            ip_family=self._cluster.ip_family,
+            placement_group_id=group.group_id if group is not None else None,
         )
         name = self.templates.ensure(spec, now)
         self._template_images[name] = image  # the claim records the AMI it boots (drift detection)

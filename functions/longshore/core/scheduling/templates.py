@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from longshore.core import labels as wk
-from longshore.core.allocatable import allocatable, node_capacity
+from longshore.core.allocatable import allocatable, fits_network_interfaces, node_capacity
 from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType, Offering
 from longshore.core.model import NodeClass, NodePool, Origin, Settings, Taint
 from longshore.core.overlays import overlaid
@@ -123,6 +123,8 @@ def build_template(
         catalog, pool.overlays, tuple(sorted(labels.items()))
     )  # NodeOverlays (prices, capacity)
     for instance_type, offerings in _compatible(catalog, requirements):
+        if not fits_network_interfaces(instance_type, node_class):
+            continue  # an efa-only interface the type has no EFA for (Karpenter drops the type)
         type_reqs = instance_type.requirements()
         overhead = EMPTY
         ports: list[HostPort] = []

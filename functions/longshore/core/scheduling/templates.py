@@ -21,7 +21,7 @@ from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, fits_network_interfaces, node_capacity
 from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType, Offering
 from longshore.core.model import NodeClass, NodePool, Origin, Settings, Taint
-from longshore.core.overlays import overlaid
+from longshore.core.overlays import overlaid, tenancy_priced
 from longshore.core.pods import HostPort, Pod
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
 from longshore.core.resources import EMPTY, Resources
@@ -122,6 +122,7 @@ def build_template(
     catalog = overlaid(
         catalog, pool.overlays, tuple(sorted(labels.items()))
     )  # NodeOverlays (prices, capacity)
+    catalog = tenancy_priced(catalog, requirements)  # a dedicated-only pool pays the dedicated price
     for instance_type, offerings in _compatible(catalog, requirements):
         if not fits_network_interfaces(instance_type, node_class):
             continue  # an efa-only interface the type has no EFA for (Karpenter drops the type)

@@ -4,7 +4,8 @@ Theory of operation: moto 5 implements no placement-group call, so a `before-cal
 on a session, reaching every client it makes later) answers `DescribePlacementGroups` from the groups created
 with `create` (id `pg-` + 17 hex digits from a counter, state `available`), honouring `GroupIds`,
 `GroupNames` and the `state` / `strategy` / `group-name` filters as EC2 does, and answering an unknown name
-with EC2's `InvalidPlacementGroup.Unknown` error. Production code calls boto3 unchanged; this module only stands
+with EC2's `InvalidPlacementGroup.Unknown` error. The simulated world (`world.SimulatedWorld`) seeds a cluster
+group for every placement group its node classes select by name, as it seeds their subnets. Production code calls boto3 unchanged; this module only stands
 in for the part of EC2 moto lacks (tests and simulations only).
 """
 
@@ -65,6 +66,12 @@ class PlacementGroups:
             group = Group(f"pg-{next(self._ids):017x}", name, strategy, partition_count)
             self._groups[group.group_id] = group
         return group
+
+    def ensure(self, name: str, strategy: str = "cluster") -> Group:
+        """The group named `name`, created (available, `strategy`) when there is none."""
+        with self._lock:
+            found = next((g for g in self._groups.values() if g.name == name), None)
+        return found or self.create(name, strategy)
 
     def attach(self, target: Any) -> PlacementGroups:
         """Answer DescribePlacementGroups on one EC2 client, or on every EC2 client a session makes."""

@@ -148,6 +148,7 @@ class SimulatedWorld:
         from longshore.adapters.aws.instance_types import load_catalog
         from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
+        from longshore_sim.placement_groups import PlacementGroups
 
         self._mock = mock_aws()
         self._mock.start()
@@ -188,6 +189,10 @@ class SimulatedWorld:
             )
             self.fleet = FleetEmulator(price_of=self._price_of).attach(self.ec2)
             self.throttle = ThrottleInjector().attach(self.ec2)
+            self.placement_groups = PlacementGroups().attach(self.ec2)  # moto has none
+            for node_class in self.config.node_classes:
+                if node_class.placement_group is not None and node_class.placement_group.name:
+                    self.placement_groups.ensure(node_class.placement_group.name)
             self.cluster.start()
             # botocore's own retries sleep in real time; on virtual time the patient layer retries alone
             self.dynamodb = session.client(

@@ -1,5 +1,6 @@
 """EC2NodeClass fields that shape the launch template: `networkInterfaces` (EFA-only), the EFA interfaces of a
-claim requesting `vpc.amazonaws.com/efa`, `ipPrefixCount`, `placementGroupSelector` and Bottlerocket's
+claim requesting `vpc.amazonaws.com/efa`, `ipPrefixCount`, `associatePublicIPAddress`, `connectionTracking`,
+`cpuOptions`, `placementGroupSelector` and Bottlerocket's
 `instanceStorePolicy: RAID0` (Karpenter `pkg/providers/launchtemplate/launchtemplate.go`
 `generateNetworkInterfaces`, `types.go` `buildPlacement`, `amifamily/bootstrap/bottlerocket.go`).
 
@@ -163,3 +164,36 @@ def test_a_launch_into_a_placement_group_with_efa_and_bottlerocket_raid0(world: 
     assert parse_bootstrap(data["UserData"]).instance_store_raid0
     assert launcher.launch(request(pods=("default/b",), opts=_efa_options()), NOW).status == "launched"
     assert groups.calls == 1, "resolved once per node class"
+
+
+TRACKING = (("tcpEstablishedTimeout", "300"), ("udpStreamTimeout", "120"), ("udpTimeout", "45"))
+
+
+def test_public_ip_and_connection_tracking_go_on_interfaces_with_addresses(world: World) -> None:
+    primary = _read_back(world, _spec(associate_public_ip=False, connection_tracking=TRACKING))
+    assert primary["NetworkInterfaces"] == [
+        {
+            "DeviceIndex": 0,
+            "Groups": list(SGS),
+            "AssociatePublicIpAddress": False,
+            "ConnectionTrackingSpecification": {
+                "TcpEstablishedTimeout": 300,
+                "UdpStreamTimeout": 120,
+                "UdpTimeout": 45,
+            },
+        }
+    ]
+    listed = _read_back(
+        world, _spec(network_interfaces=EFA_ONLY, associate_public_ip=True, connection_tracking=TRACKING)
+    )
+    interface, *efa_only = listed["NetworkInterfaces"]
+    assert interface["AssociatePublicIpAddress"] is True and "ConnectionTrackingSpecification" in interface
+    assert all(
+        "AssociatePublicIpAddress" not in n and "ConnectionTrackingSpecification" not in n for n in efa_only
+    )
+
+
+def test_cpu_options_nested_virtualization(world: World) -> None:
+    data = _read_back(world, _spec(cpu_options=(("nestedVirtualization", "enabled"),)))
+    assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
+    assert "CpuOptions" not in _read_back(world, _spec())

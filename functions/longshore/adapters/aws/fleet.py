@@ -346,6 +346,9 @@ class Ec2Fleet:
             ip_prefix_count=node_class.ip_prefix_count,
             ip_family=self._cluster.ip_family,
             placement_group_id=group.group_id if group is not None else None,
+            associate_public_ip=node_class.associate_public_ip_address,
+            connection_tracking=node_class.connection_tracking,
+            cpu_options=node_class.cpu_options,
         )
         name = self.templates.ensure(spec, now)
         self._template_images[name] = image  # the claim records the AMI it boots (drift detection)

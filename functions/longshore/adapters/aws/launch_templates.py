@@ -14,11 +14,14 @@ Network interfaces and placement (Karpenter `pkg/providers/launchtemplate/launch
 they are (each with the security groups; `efa-only` ones without prefixes or public addresses); without them, a
 claim that requests `vpc.amazonaws.com/efa` gets one `efa` interface per EFA the type supports (card i, device
 0 on card 0 and 1 on the others); `ipPrefixCount` sets `Ipv4PrefixCount` (`Ipv6PrefixCount` in an IPv6
-cluster) on every interface that carries addresses. When any interface is written the security groups move
-into them (`SecurityGroupIds` is left out, as EC2 requires). Karpenter also writes a lone primary interface
-when there is nothing of the kind; Longshore then keeps `SecurityGroupIds`, which launches the same instance
-and keeps the names of existing templates. The resolved placement group goes in `Placement.GroupId`, next to
-`Tenancy` when the claim is dedicated.
+cluster), `associatePublicIPAddress` sets `AssociatePublicIpAddress` and `connectionTracking` the
+`ConnectionTrackingSpecification` of every interface that carries addresses (not the `efa-only` ones); with
+none of the lists, any of these three is written on a lone primary interface. When any interface is written
+the security groups move into them (`SecurityGroupIds` is left out, as EC2 requires). Karpenter writes that
+primary interface even when it carries nothing; Longshore then keeps `SecurityGroupIds`, which launches the
+same instance and keeps the names of existing templates. The resolved placement group goes in
+`Placement.GroupId`, next to `Tenancy` when the claim is dedicated; `cpuOptions.nestedVirtualization` in
+`CpuOptions.NestedVirtualization`.
 """
 
 from __future__ import annotations
@@ -31,9 +34,14 @@ from typing import Any, Final
 
 from longshore.adapters.aws import tags as tagnames
 from longshore.adapters.aws.retry import ClientError
-from longshore.core.model import BlockDevice, MetadataOptions, NetworkInterface
+from longshore.core.model import BlockDevice, MetadataOptions, NetworkInterface, Pairs
 
 NAME_PREFIX: Final = "longshore/"
+_TRACKING: Final = {
+    "tcpEstablishedTimeout": "TcpEstablishedTimeout",
+    "udpStreamTimeout": "UdpStreamTimeout",
+    "udpTimeout": "UdpTimeout",
+}
 GC_GRACE_S: Final = 300.0
 
 
@@ -55,6 +63,9 @@ class TemplateSpec:
     ip_prefix_count: int | None = None  # the node class's `ipPrefixCount`
     ip_family: str = "ipv4"  # the cluster's
     placement_group_id: str | None = None  # the node class's resolved `placementGroupSelector`
+    associate_public_ip: bool | None = None  # the node class's `associatePublicIPAddress`
+    connection_tracking: Pairs = ()  # the node class's `connectionTracking` timeouts (seconds)
+    cpu_options: Pairs = ()  # the node class's `cpuOptions` (`nestedVirtualization`)
 
     def data(self) -> dict[str, Any]:
         """The `LaunchTemplateData` of CreateLaunchTemplate."""
@@ -88,6 +99,9 @@ class TemplateSpec:
             placement["GroupId"] = self.placement_group_id
         if placement:
             data["Placement"] = placement
+        nested = dict(self.cpu_options).get("nestedVirtualization")
+        if nested is not None:
+            data["CpuOptions"] = {"NestedVirtualization": nested}
         return data
 
     def interfaces(self) -> list[dict[str, Any]]:
@@ -99,7 +113,11 @@ class TemplateSpec:
             ]
         if self.efa_count > 0:
             return [self._interface(i, 0 if i == 0 else 1, "efa") for i in range(self.efa_count)]
-        if self.ip_prefix_count is not None:
+        if (
+            self.ip_prefix_count is not None
+            or self.associate_public_ip is not None
+            or self.connection_tracking
+        ):
             return [self._interface(None, 0, None)]
         return []
 
@@ -109,8 +127,14 @@ class TemplateSpec:
             spec["NetworkCardIndex"] = card
         if kind is not None:
             spec["InterfaceType"] = kind
-        if kind == "efa-only":  # no addresses: prefixes or IPv6 on it make RunInstances fail
+        if kind == "efa-only":  # no addresses: prefixes, IPv6 or a public IP on it make RunInstances fail
             return spec
+        if self.associate_public_ip is not None:
+            spec["AssociatePublicIpAddress"] = self.associate_public_ip
+        if self.connection_tracking:
+            spec["ConnectionTrackingSpecification"] = {
+                _TRACKING[key]: int(value) for key, value in self.connection_tracking if key in _TRACKING
+            }
         if self.ip_family == "ipv6":
             spec["PrimaryIpv6"] = True
             spec["Ipv6AddressCount"] = 1

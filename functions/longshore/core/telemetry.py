@@ -24,6 +24,7 @@ LAUNCH_TIMEOUTS = "LaunchTimeouts"
 REGISTRATION_TIMEOUTS = "RegistrationTimeouts"
 ORPHANS_TERMINATED = "OrphanInstancesTerminated"
 ORPHANS_MASS_DETECTED = "OrphansMassDetected"  # more unclaimed instances than one pass may collect: none were
+BUFFER_PODS_UNPLACED = "CapacityBufferPodsUnplaced"  # CapacityBuffers' virtual pods a pass placed nowhere
 
 # Interruption
 MESSAGES_RECEIVED = "InterruptionMessagesReceived"  # dims: Kind

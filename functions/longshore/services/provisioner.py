@@ -42,6 +42,7 @@ from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
+from longshore.core.fleet_metrics import fleet_gauges
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput
@@ -387,15 +388,8 @@ class ProvisionerService:
         self._metrics.emit(telemetry.PENDING_PODS, float(len(pending_list)))
         too_long = sum(1 for p in pending_list if _age(p, now) >= PENDING_TOO_LONG_S)
         self._metrics.emit(telemetry.PODS_PENDING_OVER_10_MIN, float(too_long))
-        per_pool: dict[str, float] = {}
-        for claim in claims:
-            if claim.instance_id and claim.state != "deleting":
-                per_pool[claim.nodepool] = per_pool.get(claim.nodepool, 0.0) + (claim.price or 0.0)
-        self._metrics.emit(telemetry.CLUSTER_COST_PER_HOUR, round(sum(per_pool.values()), 6), "None")
-        for pool, cost in sorted(per_pool.items()):
-            self._metrics.emit(
-                telemetry.NODEPOOL_COST_PER_HOUR, round(cost, 6), "None", {telemetry.DIM_NODEPOOL: pool}
-            )
+        for name, value, unit, dimensions in fleet_gauges(claims):  # cost, NodeClaims, Nodes per pool
+            self._metrics.emit(name, value, unit, dimensions or None)
 
 
 def _fingerprint(

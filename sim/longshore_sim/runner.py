@@ -429,6 +429,17 @@ class ScenarioRunner:
                 unique_id="longshore-sim-crash",
             )
             world.cluster.observe(lambda _sample: self._observe())
+            for spec in self.scenario.capacity_reservations:
+                world.reservations.add(
+                    spec.instance_type,
+                    spec.zone,
+                    spec.count,
+                    id=spec.id,
+                    reservation_type=spec.type,
+                    instance_match_criteria=spec.instance_match_criteria,
+                    tags=dict(spec.tags),
+                    end=None if spec.ends_after is None else self.start + spec.ends_after,
+                )
             for relative in self.scenario.workloads:
                 path = self.scenario.resolve(relative)
                 if not path.is_file():
@@ -597,6 +608,13 @@ class ScenarioRunner:
             note = f"t={step.at:g}s: apply {', '.join(created)}"
         elif step.unavailable is not None:
             note = self._make_unavailable(step)
+        elif step.reservation is not None:
+            world.reservations.expire(
+                step.reservation.id, "expired" if step.reservation.action == "expire" else "cancelled"
+            )
+            note = f"t={step.at:g}s: capacity reservation {step.reservation.id} " + (
+                "expired" if step.reservation.action == "expire" else "cancelled"
+            )
         elif step.crash is not None:
             if step.crash.point == "workflow-step-after-work":
                 world.step_crashes += step.crash.times

@@ -148,6 +148,7 @@ class SimulatedWorld:
         from longshore.adapters.aws.instance_types import load_catalog
         from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
+        from longshore_sim.reservations import ReservationStore
 
         self._mock = mock_aws()
         self._mock.start()
@@ -188,6 +189,7 @@ class SimulatedWorld:
             )
             self.fleet = FleetEmulator(price_of=self._price_of).attach(self.ec2)
             self.throttle = ThrottleInjector().attach(self.ec2)
+            self.reservations = ReservationStore(self.clock.now).attach(self.ec2)
             self.cluster.start()
             # botocore's own retries sleep in real time; on virtual time the patient layer retries alone
             self.dynamodb = session.client(

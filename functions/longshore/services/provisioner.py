@@ -44,9 +44,10 @@ from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
+from longshore.core.reservations import ByClass
 from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher
 from longshore.ports.kube import Cluster, ClusterUnavailableError
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
@@ -163,7 +164,9 @@ class ProvisionerService:
         settings: ProvisionerSettings | None = None,
         workflow: DisruptionWorkflow | None = None,
         buffers: buffer_pods.BufferSource | None = None,
+        reservations: CapacityReservations | None = None,
     ) -> None:
+        self._reservations = reservations  # capacity reservations (`core.reservations`)
         self._cluster = cluster
         self._store = store
         self._offerings = offerings
@@ -313,6 +316,7 @@ class ProvisionerService:
                 daemonsets=daemonsets,
                 unavailable=unavailable,
                 settings=self._config.settings,
+                reservations=self._reserved(now),
             ),
             virtual,
         )
@@ -373,7 +377,24 @@ class ProvisionerService:
                 request = launch_request(claim_plan, catalog, self._config, now, generation=repr(now))
                 result = self._launcher.launch(request, self._clock.now())
             self._emit_launch_metrics(result)
+            launched = result.claim
+            reserved = (
+                launched.reservation_id if launched is not None and result.status == "launched" else None
+            )
+            if reserved and self._reservations is not None:
+                self._reservations.mark_launched(reserved)
             yield _outcome(result, claim_plan.nodepool)
+
+    def _reserved(self, now: float) -> ByClass:
+        """The active capacity reservations of the node classes of the pools this provisioner plans."""
+        if self._reservations is None:
+            return ()
+        wanted = {p.node_class for p in self._config.node_pools if p.replicas is None}
+        found = []
+        for node_class in self._config.node_classes:
+            if node_class.name in wanted and node_class.capacity_reservation_selector_terms:
+                found.append((node_class.name, self._reservations.list(node_class, now)))
+        return tuple(sorted(found))
 
     def _emit_launch_metrics(self, result: LaunchResult) -> None:
         for point in result.metrics:

@@ -21,7 +21,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.karpenter_objects import ObjectVerdict
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
@@ -53,6 +53,7 @@ class ProvisionerRuntime:
     karpenter: KarpenterObjectSync | None = None
     workflow: DisruptionWorkflow | None = None  # drains deleted Nodes; None: no state machine ARN configured
     verdicts: tuple[ObjectVerdict, ...] = field(default=())
+    reservations: CapacityReservations | None = None  # the node classes' capacity reservations
 
     def service(self, owner: str, settings: ProvisionerSettings | None = None) -> ProvisionerService:
         return ProvisionerService(
@@ -70,6 +71,7 @@ class ProvisionerRuntime:
             settings=settings or ProvisionerSettings.from_config(self.config),
             workflow=self.workflow,
             buffers=buffer_pods.source_of(self.cluster, self.config.pool_source),
+            reservations=self.reservations,
         )
 
     def publish_objects(self) -> None:
@@ -102,6 +104,7 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         karpenter=KarpenterObjectSync(wiring.karpenter_objects, cluster, wiring.clock),
         verdicts=wiring.pool_verdicts,
         workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
+        reservations=wiring.reservations,
     )
 
 

@@ -39,6 +39,8 @@ class TemplateSpec:
     detailed_monitoring: bool = False
     tags: tuple[tuple[str, str], ...] = ()
     tenancy: str = "default"  # `karpenter.k8s.aws/instance-tenancy` of the claim
+    capacity_reservation_id: str | None = None  # a reserved launch: the reservation it targets
+    capacity_block: bool = False  # the reservation is a Capacity Block
 
     def data(self) -> dict[str, Any]:
         """The `LaunchTemplateData` of CreateLaunchTemplate."""
@@ -63,6 +65,13 @@ class TemplateSpec:
             data["IamInstanceProfile"] = {"Name": self.instance_profile}
         if self.tenancy != "default":
             data["Placement"] = {"Tenancy": self.tenancy}
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id},
+            }
+            if self.capacity_block:
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
 
     def name(self) -> str:

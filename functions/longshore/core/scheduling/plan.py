@@ -26,6 +26,9 @@ class OfferingOption:
     zone: str
     capacity_type: str
     price: float
+    reservation_id: str | None = None  # reserved offerings: the reservation the claim was given
+    reservation_type: str | None = None
+    reservation_end: float | None = None  # a capacity block's end (epoch seconds)
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,7 @@ class ReservationStore:
         self._templates: dict[str, tuple[str, bool]] = {}  # launch template name -> (reservation, block)
         self._ids = itertools.count(1)
         self.refused = 0  # overrides refused for want of room
+        self.fleet_requests: list[dict[str, Any]] = []  # CreateFleet parameters as the caller sent them
 
     # -- the account -----------------------------------------------------------------------------------------
 
@@ -173,6 +174,8 @@ class ReservationStore:
 
     def _fleet(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         spec = params.get("TargetCapacitySpecification") or {}
+        with self._lock:
+            self.fleet_requests.append({k: v for k, v in params.items() if k != "LaunchTemplateConfigs"})
         if spec.get("DefaultTargetCapacityType") == "capacity-block":  # moto launches nothing for it
             params["TargetCapacitySpecification"] = {**spec, "DefaultTargetCapacityType": "on-demand"}
         kept: list[dict[str, Any]] = []

@@ -63,6 +63,7 @@ from longshore.core.claims import instance_id_of
 from longshore.core.commands import RotationRequest
 from longshore.core.model import ClusterConfig
 from longshore.core.pod_manifest import pod_from_manifest
+from longshore.core.reservations import drain_deadline
 from longshore.services.disruption import (
     PASS_INTERVAL_S,
     REPLACEMENT_TIMEOUT_S,
@@ -320,6 +321,9 @@ class PlannerCadence:
                 expires = (claim.launched_at or claim.created_at or now) + after
                 if expires > now:
                     wake = min(wake, expires)
+            block_drain = drain_deadline(claim.reservation_type, claim.reservation_end)  # a Capacity Block
+            if block_drain is not None and block_drain > now:
+                wake = min(wake, block_drain)
         return wake if math.isfinite(wake) else self.runner.end + PASS_INTERVAL_S
 
     def _next_window_change(self, now: float) -> float:

@@ -68,7 +68,8 @@ class Reservation:
         return replace(self, state=reservation_state(self.reservation_type, self.end_time, now))
 
     def status(self) -> dict[str, object]:
-        """The `status.capacityReservations[]` entry Karpenter writes on the EC2NodeClass."""
+        """The `status.capacityReservations[]` entry Karpenter writes on the EC2NodeClass (without `endTime`,
+        which `core.karpenter_objects` renders as RFC 3339)."""
         entry: dict[str, object] = {
             "availabilityZone": self.zone,
             "id": self.id,
@@ -78,8 +79,6 @@ class Reservation:
             "reservationType": self.reservation_type,
             "state": self.state,
         }
-        if self.end_time is not None:
-            entry["endTime"] = self.end_time
         return entry
 
 

@@ -80,7 +80,16 @@ class ProvisionerRuntime:
         if self.karpenter is None:
             return
         try:
-            publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, self.clock.now())
+            now = self.clock.now()
+            reserved = None
+            if self.reservations is not None:
+                found = self.reservations
+                reserved = {
+                    c.name: found.list(c, now)
+                    for c in self.config.node_classes
+                    if c.capacity_reservation_selector_terms
+                }
+            publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, now, reserved)
         except Exception as error:  # the next invocation writes them again
             log.warning("could not update Karpenter's objects", extra={"error": str(error)})
 

@@ -172,3 +172,14 @@ def test_a_reservation_of_another_node_class_is_not_used() -> None:
         b.replicas("p", 2, cpu="1500m", memory="1Gi"), [pool], CATALOG, reservations=(("other", (odcr(),)),)
     )
     assert {c.capacity_type for c in solve(inp).new_claims} == {"spot"}
+
+
+def test_pods_that_select_a_reservation_get_only_its_room_and_never_a_node_without_its_label() -> None:
+    pool = b.pool(requirements=(ALL_TYPES,))
+    pods = b.replicas("p", 3, cpu="1500m", memory="1Gi", node_selector={wk.CAPACITY_RESERVATION_ID: "cr-2"})
+    found = (odcr("cr-1", count=2), odcr("cr-2", count=1, zone="us-east-1a"))
+    result = solve(b.scheduling_input(pods, [pool], CATALOG, reservations=(("default", found),)))
+    (claim,) = result.new_claims
+    assert [(o.capacity_type, o.reservation_id) for o in claim.offerings] == [("reserved", "cr-2")]
+    assert len(result.unschedulable) == 2
+    assert all("outside a reservation" in reason for _, reason in result.unschedulable)

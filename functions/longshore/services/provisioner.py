@@ -44,7 +44,6 @@ from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
-from longshore.core.reservations import ByClass
 from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import CapacityReservations, Instances, Launcher
@@ -58,6 +57,7 @@ from longshore.services.invocation import InvocationReport, Stopped
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
 from longshore.services.provisioner_events import PodEvents
+from longshore.services.reservation_sync import reservations_by_class
 from longshore.services.static_pools import StaticOutcome, StaticPools
 
 log = logging.getLogger(__name__)
@@ -316,7 +316,7 @@ class ProvisionerService:
                 daemonsets=daemonsets,
                 unavailable=unavailable,
                 settings=self._config.settings,
-                reservations=self._reserved(now),
+                reservations=reservations_by_class(self._reservations, self._config, now),
             ),
             virtual,
         )
@@ -384,17 +384,6 @@ class ProvisionerService:
             if reserved and self._reservations is not None:
                 self._reservations.mark_launched(reserved)
             yield _outcome(result, claim_plan.nodepool)
-
-    def _reserved(self, now: float) -> ByClass:
-        """The active capacity reservations of the node classes of the pools this provisioner plans."""
-        if self._reservations is None:
-            return ()
-        wanted = {p.node_class for p in self._config.node_pools if p.replicas is None}
-        found = []
-        for node_class in self._config.node_classes:
-            if node_class.name in wanted and node_class.capacity_reservation_selector_terms:
-                found.append((node_class.name, self._reservations.list(node_class, now)))
-        return tuple(sorted(found))
 
     def _emit_launch_metrics(self, result: LaunchResult) -> None:
         for point in result.metrics:

@@ -1,4 +1,5 @@
-"""Nodes whose instance left its capacity reservation become on-demand (aws/karpenter-provider-aws
+"""Capacity reservations as the provisioner's passes see them: which reservations each node class selects
+(`reservations_by_class`), and nodes whose instance left its capacity reservation become on-demand (aws/karpenter-provider-aws
 `pkg/controllers/capacityreservation/capacitytype/controller.go`).
 
 Rule: when a reservation expires or is cancelled, EC2 keeps its instances running as on-demand and
@@ -19,6 +20,9 @@ from dataclasses import replace
 
 from longshore.core import labels as wk
 from longshore.core.claims import CloudInstance, NodeClaim, NodeObservation, instance_id_of
+from longshore.core.model import ClusterConfig
+from longshore.core.reservations import ByClass
+from longshore.ports.cloud import CapacityReservations
 from longshore.ports.kube import Cluster, NodePatch
 from longshore.ports.store import ClaimStore
 
@@ -66,3 +70,20 @@ def relabel_left_reservations(
                 )
             )
     return tuple(done)
+
+
+def reservations_by_class(
+    reservations: CapacityReservations | None, config: ClusterConfig, now: float, *, static_too: bool = False
+) -> ByClass:
+    """The active capacity reservations of the node classes that select some: of the pools the provisioner
+    plans (`static_too`: of every node class, for their status)."""
+    if reservations is None:
+        return ()
+    wanted = {p.node_class for p in config.node_pools if static_too or p.replicas is None}
+    return tuple(
+        sorted(
+            (node_class.name, reservations.list(node_class, now))
+            for node_class in config.node_classes
+            if (static_too or node_class.name in wanted) and node_class.capacity_reservation_selector_terms
+        )
+    )

@@ -29,6 +29,7 @@ from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import buffer_pods
 from longshore.services.karpenter_sync import KarpenterObjectSync, publish
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
+from longshore.services.reservation_sync import reservations_by_class
 from longshore.wiring.container import Container
 from longshore.wiring.runtime import Runtime
 
@@ -81,14 +82,7 @@ class ProvisionerRuntime:
             return
         try:
             now = self.clock.now()
-            reserved = None
-            if self.reservations is not None:
-                found = self.reservations
-                reserved = {
-                    c.name: found.list(c, now)
-                    for c in self.config.node_classes
-                    if c.capacity_reservation_selector_terms
-                }
+            reserved = dict(reservations_by_class(self.reservations, self.config, now, static_too=True))
             publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, now, reserved)
         except Exception as error:  # the next invocation writes them again
             log.warning("could not update Karpenter's objects", extra={"error": str(error)})

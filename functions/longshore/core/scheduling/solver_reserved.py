@@ -10,7 +10,10 @@ and that the claim's requirements admit (`karpenter.k8s.aws/capacity-reservation
 offerings become that one (with the reservation's id and type, what the launch targets) followed by its other
 offerings, and it is priced on it. A claim no reservation has room for keeps only its other offerings (every
 type that holds its pods) and is priced on the cheapest of them (with that type's allocatable). A claim with
-no other offering is dropped: its pods stay pending with a reason and the next pass plans them again.
+no other offering is dropped: its pods stay pending with a reason and the next pass plans them again. Offerings
+outside any reservation count as "other" only when the claim's requirements tolerate a node without
+reservation labels (a pod or pool requiring `capacity-reservation-id` or `-type` does not), so a claim never
+launches a node its pods could not land on.
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ def assign_reservations(solver: SolverState) -> None:
         if not reserved:
             kept.append(claim)
             continue
-        others = tuple(o for o in claim.offerings if o.capacity_type != RESERVED)
+        # outside any reservation a node has no reservation labels: only if the claim's requirements allow that
+        outside = all(
+            (item := claim.requirements.get(key)) is None or item.matches_absent()
+            for key in (wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE)
+        )
+        others = tuple(o for o in claim.offerings if o.capacity_type != RESERVED) if outside else ()
         found = reservations_of(solver.reservations, claim.node_class)
         allows = {
             r.id: claim.requirements.allows(wk.CAPACITY_RESERVATION_ID, r.id)
@@ -64,8 +72,8 @@ def assign_reservations(solver: SolverState) -> None:
         if not others:
             reason = (
                 f"the capacity reservations of node class {claim.node_class} have no room left for "
-                f"{', '.join(sorted({o.instance_type for o in reserved}))} and pool {claim.nodepool} "
-                "allows no other capacity type"
+                f"{', '.join(sorted({o.instance_type for o in reserved}))}, and the pods or pool "
+                f"{claim.nodepool} allow no capacity outside a reservation"
             )
             solver.unschedulable.extend((pod, reason) for pod in claim.pods)
             continue

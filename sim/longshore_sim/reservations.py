@@ -51,6 +51,7 @@ class SimReservation:
     tags: dict[str, str] = field(default_factory=dict)
     end: float | None = None
     state: str = "active"  # active | expired | cancelled
+    interruptible: bool = False
     instances: set[str] = field(default_factory=set)
 
     @property
@@ -71,6 +72,7 @@ class SimReservation:
             "InstanceMatchCriteria": self.instance_match_criteria,
             "EndDateType": "limited" if self.end is not None else "unlimited",
             "ReservationType": self.reservation_type,
+            "Interruptible": self.interruptible,
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(self.tags.items())],
         }
         if self.end is not None:

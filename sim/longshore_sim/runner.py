@@ -443,6 +443,7 @@ class ScenarioRunner:
                     instance_match_criteria=spec.instance_match_criteria,
                     tags=dict(spec.tags),
                     end=None if spec.ends_after is None else self.start + spec.ends_after,
+                    interruptible=spec.interruptible,
                 )
             for relative in self.scenario.workloads:
                 path = self.scenario.resolve(relative)

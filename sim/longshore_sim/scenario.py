@@ -85,6 +85,7 @@ class CapacityReservation(_Strict):
     instance_match_criteria: Literal["open", "targeted"] = Field("targeted", alias="instanceMatchCriteria")
     tags: dict[str, str] = Field(default_factory=dict)
     ends_after: Duration | None = Field(None, alias="endsAfter")
+    interruptible: bool = False
 
 
 class ReservationChange(_Strict):

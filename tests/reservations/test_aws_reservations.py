@@ -157,6 +157,7 @@ def test_a_reserved_launch_targets_the_reservation_and_labels_the_node(
     assert labels[wk.CAPACITY_TYPE] == "reserved"
     assert labels[wk.CAPACITY_RESERVATION_ID] == "cr-1"
     assert labels[wk.CAPACITY_RESERVATION_TYPE] == "default"
+    assert labels[wk.CAPACITY_RESERVATION_INTERRUPTIBLE] == "false"
     (instance,) = world.instances.describe([str(claim.instance_id)])
     assert (instance.capacity_type, instance.reservation_id, instance.reservation_type) == (
         "reserved",

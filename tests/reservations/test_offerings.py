@@ -52,7 +52,7 @@ def test_each_reservation_adds_one_reserved_offering_priced_at_on_demand_over_te
         "reserved",
         "cr-1",
     )
-    assert offering.reservation_type == "default"
+    assert offering.reservation_type == "default" and offering.reservation_interruptible is False
     assert offering.price == reserved_price(0.096) == 0.096 / 10_000_000
     assert offering.available
 
@@ -183,3 +183,17 @@ def test_pods_that_select_a_reservation_get_only_its_room_and_never_a_node_witho
     assert [(o.capacity_type, o.reservation_id) for o in claim.offerings] == [("reserved", "cr-2")]
     assert len(result.unschedulable) == 2
     assert all("outside a reservation" in reason for _, reason in result.unschedulable)
+
+
+def test_an_interruptible_reservation_is_chosen_only_where_allowed() -> None:
+    spare = odcr("cr-spare", count=1, zone="us-east-1a", interruptible=True)
+    firm = odcr("cr-firm", count=1)
+    no_interruptible = b.req(wk.CAPACITY_RESERVATION_INTERRUPTIBLE, "NotIn", "true")
+    result = plan(spare, firm, pods=2, requirements=(ALL_TYPES, no_interruptible))
+    ids = [c.offerings[0].reservation_id for c in result.new_claims if c.capacity_type == "reserved"]
+    assert ids == ["cr-firm"]
+    spare_only = b.req(wk.CAPACITY_RESERVATION_INTERRUPTIBLE, "In", "true")
+    found = plan(spare, firm, pods=1, requirements=(ALL_TYPES, spare_only))
+    assert [
+        (c.offerings[0].reservation_id, c.offerings[0].reservation_interruptible) for c in found.new_claims
+    ] == [("cr-spare", True)]

@@ -75,6 +75,7 @@ class Offering:
     zone_id: str | None = None
     reservation_id: str | None = None  # reserved offerings only (`core.reservations`)
     reservation_type: str | None = None  # "default" | "capacity-block"
+    reservation_interruptible: bool | None = None  # an interruptible capacity reservation
 
     def allowed_by(self, requirements: Requirements) -> bool:
         """Whether requirements on zone, zone-id, capacity type and capacity reservation admit this offering
@@ -86,6 +87,13 @@ class Offering:
             and (self.zone_id is None or requirements.allows(wk.ZONE_ID, self.zone_id))
             and _allows_optional(requirements, wk.CAPACITY_RESERVATION_ID, self.reservation_id)
             and _allows_optional(requirements, wk.CAPACITY_RESERVATION_TYPE, self.reservation_type)
+            and _allows_optional(
+                requirements,
+                wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
+                None
+                if self.reservation_interruptible is None
+                else str(self.reservation_interruptible).lower(),
+            )
         )
 
 

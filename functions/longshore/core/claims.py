@@ -181,6 +181,7 @@ class LaunchOption:
     reservation_id: str | None = None  # reserved options: the capacity reservation the launch targets
     reservation_type: str | None = None  # "default" | "capacity-block"
     reservation_end: float | None = None
+    reservation_interruptible: bool | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -10,7 +10,7 @@ reserved_capacity_resolver.go`, `pkg/providers/capacityreservation/`, `pkg/apis/
   still has room for (`available`), its owner, match criteria (`open` | `targeted`), type (`default` |
   `capacity-block`), end time and whether it is interruptible.
 - **Offerings.** Every reservation adds one offering to its instance type, `karpenter.sh/capacity-type:
-  reserved` in its zone, carrying `karpenter.k8s.aws/capacity-reservation-id` and `-type`. It is priced at
+  reserved` in its zone, carrying `karpenter.k8s.aws/capacity-reservation-id`, `-type` and `-interruptible`. It is priced at
   the type's on-demand price / `RESERVED_PRICE_DIVISOR` (10,000,000, Karpenter's constant): nearly free, so
   the packer prefers reserved over spot over on-demand, while reserved types keep their relative order for
   consolidation (price 0 when the type has no on-demand price). It is available only while the reservation
@@ -125,6 +125,7 @@ def reserved_offerings(
             zone_id=zones.get(r.zone),
             reservation_id=r.id,
             reservation_type=r.reservation_type,
+            reservation_interruptible=r.interruptible,
         )
         for r in sorted(reservations, key=lambda r: r.id)
         if r.instance_type == instance_type.name

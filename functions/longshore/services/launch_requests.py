@@ -86,6 +86,7 @@ def launch_request(
                 reservation_id=offering.reservation_id,
                 reservation_type=offering.reservation_type,
                 reservation_end=offering.reservation_end,
+                reservation_interruptible=offering.reservation_interruptible,
             )
         )
     return LaunchRequest(claim=claim, options=tuple(options), labels=_claim_labels(plan))
@@ -102,6 +103,7 @@ def _claim_labels(plan: ClaimPlan) -> tuple[tuple[str, str], ...]:
         wk.HOSTNAME,
         wk.CAPACITY_RESERVATION_ID,
         wk.CAPACITY_RESERVATION_TYPE,
+        wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
     }
     labels: Mapping[str, str] = {**plan.requirements.single_values(), **dict(plan.labels)}
     return tuple(

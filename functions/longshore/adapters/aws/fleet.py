@@ -10,7 +10,7 @@ A reserved option launches as Karpenter does (aws provider `pkg/providers/instan
 targets the reservation (`CapacityReservationSpecification`, preference `capacity-reservations-only`; a
 Capacity Block adds `InstanceMarketOptions.MarketType: capacity-block`), and the fleet is `on-demand`
 (`capacity-block` for a block, without `OnDemandOptions`); the node is labelled `capacity-type=reserved`,
-`karpenter.k8s.aws/capacity-reservation-id` and `-type`.
+`karpenter.k8s.aws/capacity-reservation-id`, `-type` and `-interruptible`.
 Throttling is retried by botocore and then by `retry.call_with_backoff` on the injected sleep; an error that
 refuses the whole call becomes `ports.cloud.FleetCallError`. Deciding what to launch, owning the claim,
 falling back and recording the result is `services.launch.ClaimLauncher`'s job, not this module's.
@@ -71,6 +71,9 @@ def node_bootstrap(
     if option.reservation_id:  # Karpenter's labels of a node launched into a capacity reservation
         node_labels[wellknown.CAPACITY_RESERVATION_ID] = option.reservation_id
         node_labels[wellknown.CAPACITY_RESERVATION_TYPE] = option.reservation_type or "default"
+        node_labels[wellknown.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(
+            bool(option.reservation_interruptible)
+        ).lower()
     if family != "Custom":
         node_labels[wellknown.DO_NOT_SYNC_TAINTS] = "true"
     if family in WINDOWS_BUILDS:  # the kubelet may set node.kubernetes.io/* on itself (NodeRestriction)

@@ -43,13 +43,18 @@ def assign_reservations(solver: SolverState) -> None:
         # outside any reservation a node has no reservation labels: only if the claim's requirements allow that
         outside = all(
             (item := claim.requirements.get(key)) is None or item.matches_absent()
-            for key in (wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE)
+            for key in (
+                wk.CAPACITY_RESERVATION_ID,
+                wk.CAPACITY_RESERVATION_TYPE,
+                wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
+            )
         )
         others = tuple(o for o in claim.offerings if o.capacity_type != RESERVED) if outside else ()
         found = reservations_of(solver.reservations, claim.node_class)
         allows = {
             r.id: claim.requirements.allows(wk.CAPACITY_RESERVATION_ID, r.id)
             and claim.requirements.allows(wk.CAPACITY_RESERVATION_TYPE, r.reservation_type)
+            and claim.requirements.allows(wk.CAPACITY_RESERVATION_INTERRUPTIBLE, str(r.interruptible).lower())
             for r in found
         }
         chosen = pick(((o.instance_type, o.zone) for o in reserved), found, room, allows)
@@ -66,6 +71,7 @@ def assign_reservations(solver: SolverState) -> None:
                 chosen.id,
                 chosen.reservation_type,
                 chosen.end_time,
+                chosen.interruptible,
             )
             kept.append(_priced(claim, (option, *others), option))
             continue

@@ -159,7 +159,7 @@ def build_template(
 def offering_judge(requirements: Requirements) -> Callable[[Offering], bool]:
     """`offering.allowed_by(requirements)`, judged once per (zone, capacity type, zone id): thousands of
     offerings share a handful of places."""
-    places: dict[tuple[str, str, str | None, str | None, str | None], bool] = {}
+    places: dict[tuple[str, str, str | None, str | None, str | None, bool | None], bool] = {}
 
     def allowed(offering: Offering) -> bool:
         place = (
@@ -168,6 +168,7 @@ def offering_judge(requirements: Requirements) -> Callable[[Offering], bool]:
             offering.zone_id,
             offering.reservation_id,
             offering.reservation_type,
+            offering.reservation_interruptible,
         )
         verdict = places.get(place)
         if verdict is None:
@@ -186,7 +187,12 @@ def _compatible(
     compatible, so types are tested against the requirements without those keys and each offering's
     (zone, capacity type, zone id) is judged once, not once per offering (thousands share a handful)."""
     placeless = requirements.without(
-        wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID, wk.CAPACITY_RESERVATION_ID, wk.CAPACITY_RESERVATION_TYPE
+        wk.ZONE,
+        wk.CAPACITY_TYPE,
+        wk.ZONE_ID,
+        wk.CAPACITY_RESERVATION_ID,
+        wk.CAPACITY_RESERVATION_TYPE,
+        wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
     )
     allowed = offering_judge(requirements)
     priced: list[tuple[float, str, InstanceType, tuple[Offering, ...]]] = []

@@ -6,7 +6,8 @@ A term with `id` asks for that id (`CapacityReservationIds`, no MaxResults); a t
 `instanceMatchCriteria`) filters on `tag:K=V` (`tag-key=K` for the value `*`), `owner-id` when `ownerID` is set,
 and `instance-match-criteria`. Answers are de-duplicated by id, and those whose `EndDate` has passed, whose
 zone is not one of the node class's, or whose match criteria or type Karpenter does not know are dropped.
-Each query's answer is cached for `CACHE_TTL_S` (60 s, Karpenter's reservation cache); the room
+Each query's answer (and each node class's zones) is cached for `CACHE_TTL_S` (60 s, Karpenter's reservation
+cache); the room
 (`AvailableInstanceCount`) of each reservation is kept apart and is decremented by `mark_launched` until the
 next read from EC2 replaces it, so the passes of one warm container do not count a launch twice nor forget
 one. An EC2 error is logged and the last answer (or nothing) is used: reservations are an optimisation,
@@ -94,6 +95,7 @@ class Ec2CapacityReservations:
         self._zones = zones
         self._answers: dict[SelectorTerm, tuple[float, tuple[dict[str, Any], ...]]] = {}
         self._room: dict[str, int] = {}
+        self._zone_answers: dict[str, tuple[float, frozenset[str]]] = {}
 
     def list(self, node_class: NodeClass, now: float) -> tuple[Reservation, ...]:
         terms = node_class.capacity_reservation_selector_terms
@@ -104,7 +106,7 @@ class Ec2CapacityReservations:
             for item in self._answer(term, now):
                 items.setdefault(str(item["CapacityReservationId"]), item)
         try:
-            zones = self._zones(node_class)
+            zones = self._zones_of(node_class, now)
         except Exception as error:
             log.warning(
                 "no zones for capacity reservations",
@@ -120,6 +122,13 @@ class Ec2CapacityReservations:
                 continue
             found.append(replace(reservation, available=self._room.get(rid, reservation.available)))
         return tuple(found)
+
+    def _zones_of(self, node_class: NodeClass, now: float) -> frozenset[str]:
+        """The node class's subnet zones, read again after `CACHE_TTL_S` (not a DescribeSubnets per pass)."""
+        cached = self._zone_answers.get(node_class.name)
+        if cached is None or now - cached[0] >= CACHE_TTL_S:
+            cached = self._zone_answers[node_class.name] = (now, self._zones(node_class))
+        return cached[1]
 
     def mark_launched(self, reservation_id: str) -> None:
         if reservation_id in self._room:

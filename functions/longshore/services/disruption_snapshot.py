@@ -268,7 +268,7 @@ def take_snapshot(
         in_flight=in_flight,
         current_images=current_images,
         buffers=buffer_pods.virtual_pods(
-            buffer_pods.resolve_buffers(buffer_pods.source_of(cluster, config.pool_source))
+            buffer_pods.resolve_buffers(buffer_pods.source_of(cluster, config), config)
         ),
     )
     return Snapshot(

@@ -42,6 +42,7 @@ from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
+from longshore.core.fleet_metrics import fleet_gauges
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput
@@ -53,6 +54,7 @@ from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import buffer_pods, snapshot
 from longshore.services.batching import collect_batch
+from longshore.services.buffer_status import BufferReporter, BufferStatusWriter
 from longshore.services.invocation import InvocationReport, Stopped
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
@@ -173,7 +175,10 @@ class ProvisionerService:
         self._lease = lease
         self._launcher = launcher
         self._catalog = catalog
-        self._buffers = buffers  # CapacityBuffers (`services.buffer_pods`)
+        self._buffers = buffers  # CapacityBuffers (`services.buffer_pods`), their state (`buffer_status`)
+        self._buffer_report = BufferReporter(
+            buffers if isinstance(buffers, BufferStatusWriter) else None, metrics
+        )
         self._config = config
         self._clock = clock
         self._metrics = metrics
@@ -233,15 +238,17 @@ class ProvisionerService:
         first = [m for m in unbound if snapshot.provisionable_manifest(m)]
         now = self._clock.now()
         awaiting = sum(snapshot.awaiting_verdict(m, now, self.settings.verdict_wait_s) for m in unbound)
-        virtual = buffer_pods.virtual_pods(buffer_pods.resolve_buffers(self._buffers))
+        buffers = buffer_pods.read_buffers(self._buffers, self._config)
+        virtual = buffer_pods.virtual_pods(buffers.resolved)
         if not first and not virtual:
             self._settled = None
             self._emit_gauges(pending=(), claims=lifecycle.claims)
+            self._buffer_report.report(buffers, None, now)
             return PassResult("idle", started, lifecycle=lifecycle, awaiting=awaiting)
         if self._is_settled(first, lifecycle):
             return PassResult("settled", started, pending=len(first), lifecycle=lifecycle, awaiting=awaiting)
         if not first:  # only buffers to keep: nothing to batch
-            return self._plan_and_launch(started, lifecycle, 0.0, virtual)
+            return self._plan_and_launch(started, lifecycle, 0.0, buffers)
         window = collect_batch(
             lambda: [snapshot.pod_uid(m) for m in self._provisionable()],
             self._clock,
@@ -252,7 +259,7 @@ class ProvisionerService:
         if window.waited_s > 0 and not self._take_lease():
             log.warning("lost the provisioner lease while batching", extra={"owner": self.owner})
             return PassResult("lease-lost", started, lifecycle=lifecycle)
-        return self._plan_and_launch(started, lifecycle, window.waited_s, virtual)
+        return self._plan_and_launch(started, lifecycle, window.waited_s, buffers)
 
     def _provisionable(self) -> list[Mapping[str, Any]]:
         return [m for m in self._cluster.list_pending_pods() if snapshot.provisionable_manifest(m)]
@@ -279,15 +286,8 @@ class ProvisionerService:
             self._cloud_checked_at = now
         return outcome
 
-    def _provisionable_uids(self) -> list[str]:
-        return [
-            snapshot.pod_uid(m)
-            for m in self._cluster.list_pending_pods()
-            if snapshot.provisionable_manifest(m)
-        ]
-
     def _plan_and_launch(
-        self, started: float, lifecycle: LifecycleOutcome, batch_s: float, virtual: tuple[Pod, ...] = ()
+        self, started: float, lifecycle: LifecycleOutcome, batch_s: float, buffers: buffer_pods.BufferPass
     ) -> PassResult:
         clock_started = time.perf_counter()
         now = self._clock.now()
@@ -318,8 +318,9 @@ class ProvisionerService:
                 settings=self._config.settings,
                 reservations=reservations_by_class(self._reservations, self._config, now),
             ),
-            virtual,
+            buffer_pods.virtual_pods(buffers.resolved),
         )
+        self._buffer_report.report(buffers, plan, now)
         decision_ms = (time.perf_counter() - clock_started) * 1000.0
         self._metrics.emit(telemetry.DECISION_LATENCY_MS, decision_ms, "Milliseconds")
         log.info(
@@ -397,15 +398,8 @@ class ProvisionerService:
         self._metrics.emit(telemetry.PENDING_PODS, float(len(pending_list)))
         too_long = sum(1 for p in pending_list if _age(p, now) >= PENDING_TOO_LONG_S)
         self._metrics.emit(telemetry.PODS_PENDING_OVER_10_MIN, float(too_long))
-        per_pool: dict[str, float] = {}
-        for claim in claims:
-            if claim.instance_id and claim.state != "deleting":
-                per_pool[claim.nodepool] = per_pool.get(claim.nodepool, 0.0) + (claim.price or 0.0)
-        self._metrics.emit(telemetry.CLUSTER_COST_PER_HOUR, round(sum(per_pool.values()), 6), "None")
-        for pool, cost in sorted(per_pool.items()):
-            self._metrics.emit(
-                telemetry.NODEPOOL_COST_PER_HOUR, round(cost, 6), "None", {telemetry.DIM_NODEPOOL: pool}
-            )
+        for name, value, unit, dimensions in fleet_gauges(claims):  # cost, NodeClaims, Nodes per pool
+            self._metrics.emit(name, value, unit, dimensions or None)
 
 
 def _fingerprint(

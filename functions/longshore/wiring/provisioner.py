@@ -71,7 +71,7 @@ class ProvisionerRuntime:
             owner=owner,
             settings=settings or ProvisionerSettings.from_config(self.config),
             workflow=self.workflow,
-            buffers=buffer_pods.source_of(self.cluster, self.config.pool_source),
+            buffers=buffer_pods.source_of(self.cluster, self.config),
             reservations=self.reservations,
         )
 

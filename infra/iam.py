@@ -34,6 +34,7 @@ CLUSTER_TAG = "longshore.io/cluster"
 
 EC2_READ_ACTIONS = (
     "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceStatus",

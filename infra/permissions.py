@@ -59,8 +59,16 @@ _CLUSTER: Final = ("eks:DescribeCluster", "ssm:GetParameter")
 
 FUNCTION_ACTIONS: Final[Mapping[str, frozenset[str]]] = {
     # StartExecution/DescribeExecution: a Node deleted with kubectl is drained through the disruption workflow.
+    # DescribeCapacityReservations: the node classes' capacityReservationSelectorTerms (core.reservations).
     "provisioner": frozenset(
-        (*_TABLE, *_EC2_LAUNCH, *_CLUSTER, "states:DescribeExecution", "states:StartExecution")
+        (
+            *_TABLE,
+            *_EC2_LAUNCH,
+            *_CLUSTER,
+            "ec2:DescribeCapacityReservations",
+            "states:DescribeExecution",
+            "states:StartExecution",
+        )
     ),
     # DescribeInstanceStatus: node auto-repair reads the EC2 status checks.
     "planner": frozenset(

@@ -149,6 +149,7 @@ class SimulatedWorld:
         from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
         from longshore_sim.placement_groups import PlacementGroups
+        from longshore_sim.reservations import ReservationStore
 
         self._mock = mock_aws()
         self._mock.start()
@@ -193,6 +194,7 @@ class SimulatedWorld:
             for node_class in self.config.node_classes:
                 if node_class.placement_group is not None and node_class.placement_group.name:
                     self.placement_groups.ensure(node_class.placement_group.name)
+            self.reservations = ReservationStore(self.clock.now).attach(self.ec2)
             self.cluster.start()
             # botocore's own retries sleep in real time; on virtual time the patient layer retries alone
             self.dynamodb = session.client(

@@ -96,6 +96,10 @@ def launch_request(
                 accelerator=accelerator_of(instance_type),
                 kubelet=settings[offering.instance_type],
                 efa=efa_interfaces(instance_type, plan.nodepool, config) if wants_efa else 0,
+                reservation_id=offering.reservation_id,
+                reservation_type=offering.reservation_type,
+                reservation_end=offering.reservation_end,
+                reservation_interruptible=offering.reservation_interruptible,
             )
         )
     return LaunchRequest(claim=claim, options=tuple(options), labels=_claim_labels(plan))
@@ -104,7 +108,16 @@ def launch_request(
 def _claim_labels(plan: ClaimPlan) -> tuple[tuple[str, str], ...]:
     """Labels the node registers with beyond the pool's: the plan's single-valued requirements that are not
     decided by the launch itself (type, zone and capacity type come from the offering EC2 picks)."""
-    decided_at_launch = {wk.INSTANCE_TYPE, wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID, wk.HOSTNAME}
+    decided_at_launch = {
+        wk.INSTANCE_TYPE,
+        wk.ZONE,
+        wk.CAPACITY_TYPE,
+        wk.ZONE_ID,
+        wk.HOSTNAME,
+        wk.CAPACITY_RESERVATION_ID,
+        wk.CAPACITY_RESERVATION_TYPE,
+        wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
+    }
     labels: Mapping[str, str] = {**plan.requirements.single_values(), **dict(plan.labels)}
     return tuple(
         sorted(

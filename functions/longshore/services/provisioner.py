@@ -47,7 +47,7 @@ from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher
 from longshore.ports.kube import Cluster, ClusterUnavailableError
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
@@ -59,6 +59,7 @@ from longshore.services.invocation import InvocationReport, Stopped
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
 from longshore.services.provisioner_events import PodEvents
+from longshore.services.reservation_sync import reservations_by_class
 from longshore.services.static_pools import StaticOutcome, StaticPools
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,9 @@ class ProvisionerService:
         settings: ProvisionerSettings | None = None,
         workflow: DisruptionWorkflow | None = None,
         buffers: buffer_pods.BufferSource | None = None,
+        reservations: CapacityReservations | None = None,
     ) -> None:
+        self._reservations = reservations  # capacity reservations (`core.reservations`)
         self._cluster = cluster
         self._store = store
         self._offerings = offerings
@@ -313,6 +316,7 @@ class ProvisionerService:
                 daemonsets=daemonsets,
                 unavailable=unavailable,
                 settings=self._config.settings,
+                reservations=reservations_by_class(self._reservations, self._config, now),
             ),
             buffer_pods.virtual_pods(buffers.resolved),
         )
@@ -374,6 +378,12 @@ class ProvisionerService:
                 request = launch_request(claim_plan, catalog, self._config, now, generation=repr(now))
                 result = self._launcher.launch(request, self._clock.now())
             self._emit_launch_metrics(result)
+            launched = result.claim
+            reserved = (
+                launched.reservation_id if launched is not None and result.status == "launched" else None
+            )
+            if reserved and self._reservations is not None:
+                self._reservations.mark_launched(reserved)
             yield _outcome(result, claim_plan.nodepool)
 
     def _emit_launch_metrics(self, result: LaunchResult) -> None:

@@ -10,6 +10,11 @@ template carries the node class's network interfaces, `ipPrefixCount` and placem
 node class by DescribePlacementGroups), the option's EFA interfaces, and the RAID0 instance-store setup in the
 user data (`launch_templates`, `userdata_render`); a node in a placement group registers with
 `karpenter.k8s.aws/placement-group-id`, as Karpenter labels it.
+A reserved option launches as Karpenter does (aws provider `pkg/providers/instance/`): its own launch template
+targets the reservation (`CapacityReservationSpecification`, preference `capacity-reservations-only`; a
+Capacity Block adds `InstanceMarketOptions.MarketType: capacity-block`), and the fleet is `on-demand`
+(`capacity-block` for a block, without `OnDemandOptions`); the node is labelled `capacity-type=reserved`,
+`karpenter.k8s.aws/capacity-reservation-id`, `-type` and `-interruptible`.
 Throttling is retried by botocore and then by `retry.call_with_backoff` on the injected sleep; an error that
 refuses the whole call becomes `ports.cloud.FleetCallError`. Deciding what to launch, owning the claim,
 falling back and recording the result is `services.launch.ClaimLauncher`'s job, not this module's.
@@ -50,6 +55,8 @@ from longshore.ports.cloud import FleetCallError
 
 log = logging.getLogger(__name__)
 
+RESERVED: Final = wellknown.CAPACITY_TYPE_RESERVED
+CAPACITY_BLOCK: Final = "capacity-block"
 SPOT_STRATEGY: Final = "price-capacity-optimized"
 ON_DEMAND_STRATEGY: Final = "lowest-price"
 IDEMPOTENT_MISMATCH: Final = "IdempotentParameterMismatch"
@@ -79,6 +86,12 @@ def node_bootstrap(
             wellknown.CAPACITY_TYPE: option.capacity_type,
         }
     )
+    if option.reservation_id:  # Karpenter's labels of a node launched into a capacity reservation
+        node_labels[wellknown.CAPACITY_RESERVATION_ID] = option.reservation_id
+        node_labels[wellknown.CAPACITY_RESERVATION_TYPE] = option.reservation_type or "default"
+        node_labels[wellknown.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(
+            bool(option.reservation_interruptible)
+        ).lower()
     if family != "Custom":
         node_labels[wellknown.DO_NOT_SYNC_TAINTS] = "true"
     if family in WINDOWS_BUILDS:  # the kubelet may set node.kubernetes.io/* on itself (NodeRestriction)
@@ -173,6 +186,7 @@ class Ec2Fleet:
                 }
             )
         capacity_type = batch[0].capacity_type
+        block = capacity_type == RESERVED and batch[0].reservation_type == CAPACITY_BLOCK
         tags = tagnames.as_ec2(
             tagnames.claim_tags(
                 self._cluster.name, pool.name, node_class.name, claim.id, claim.created_at, node_class.tags
@@ -183,7 +197,7 @@ class Ec2Fleet:
             "ClientToken": client_token(claim.id, claim.attempts, claim.created_at),
             "TargetCapacitySpecification": {
                 "TotalTargetCapacity": 1,
-                "DefaultTargetCapacityType": capacity_type,
+                "DefaultTargetCapacityType": target_capacity_type(capacity_type, block),
             },
             "LaunchTemplateConfigs": [
                 {
@@ -198,7 +212,7 @@ class Ec2Fleet:
         }
         if capacity_type == "spot":
             params["SpotOptions"] = {"AllocationStrategy": SPOT_STRATEGY}
-        else:
+        elif not block:
             params["OnDemandOptions"] = {"AllocationStrategy": ON_DEMAND_STRATEGY}
         if node_class.context:
             params["Context"] = node_class.context
@@ -227,7 +241,12 @@ class Ec2Fleet:
                 OfferingFailure(
                     instance_type=str(override.get("InstanceType", "")),
                     zone=str(zone),
-                    capacity_type=str(error.get("Lifecycle") or capacity_type),
+                    # a reserved launch is an on-demand fleet: its refusals belong to the reserved offering
+                    capacity_type=(
+                        capacity_type
+                        if capacity_type == RESERVED
+                        else str(error.get("Lifecycle") or capacity_type)
+                    ),
                     code=str(error.get("ErrorCode", "")),
                     message=str(error.get("ErrorMessage", "")),
                 )
@@ -350,6 +369,8 @@ class Ec2Fleet:
             associate_public_ip=node_class.associate_public_ip_address,
             connection_tracking=node_class.connection_tracking,
             cpu_options=node_class.cpu_options,
+            capacity_reservation_id=option.reservation_id if option.capacity_type == RESERVED else None,
+            capacity_block=option.capacity_type == RESERVED and option.reservation_type == CAPACITY_BLOCK,
         )
         name = self.templates.ensure(spec, now)
         self._template_images[name] = image  # the claim records the AMI it boots (drift detection)
@@ -360,6 +381,14 @@ def _call_error(error: ClientError) -> FleetCallError:
     code = error_code(error) or "ClientError"
     message = str(error.response.get("Error", {}).get("Message", ""))
     return FleetCallError(code, message, throttled=is_throttle(error), settled=code == IDEMPOTENT_MISMATCH)
+
+
+def target_capacity_type(capacity_type: str, capacity_block: bool) -> str:
+    """The fleet's `DefaultTargetCapacityType`: a reserved launch is `on-demand`, or `capacity-block` for a
+    Capacity Block (aws provider `CreateFleetInputBuilder.defaultTargetCapacityType`)."""
+    if capacity_type != RESERVED:
+        return capacity_type
+    return CAPACITY_BLOCK if capacity_block else "on-demand"
 
 
 def tenancy_of(claim: NodeClaim) -> str:

@@ -66,6 +66,8 @@ class TemplateSpec:
     associate_public_ip: bool | None = None  # the node class's `associatePublicIPAddress`
     connection_tracking: Pairs = ()  # the node class's `connectionTracking` timeouts (seconds)
     cpu_options: Pairs = ()  # the node class's `cpuOptions` (`nestedVirtualization`)
+    capacity_reservation_id: str | None = None  # a reserved launch: the reservation it targets
+    capacity_block: bool = False  # the reservation is a Capacity Block
 
     def data(self) -> dict[str, Any]:
         """The `LaunchTemplateData` of CreateLaunchTemplate."""
@@ -102,6 +104,13 @@ class TemplateSpec:
         nested = dict(self.cpu_options).get("nestedVirtualization")
         if nested is not None:
             data["CpuOptions"] = {"NestedVirtualization": nested}
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id},
+            }
+            if self.capacity_block:
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
 
     def interfaces(self) -> list[dict[str, Any]]:

@@ -100,7 +100,7 @@ def test_the_fleet_bench_launches_every_pod_of_a_batch_in_the_full_cluster(
         cluster.add(100)
         found = bench.batch()
         assert found["status"] == "planned" and found["pending"] == 100 and "failed" not in found
-        assert len(found["latencies_s"]) == 100 and found["claims"] >= 2
+        assert len(found["latencies_s"]) == 100 and found["claims"] >= 1
         assert found["batch_window_s"] == 1.0 and found["watch_waits_s"] == pytest.approx(0.3)
         fixed = found["batch_window_s"] + found["watch_waits_s"]
         assert all(fixed <= s <= found["pass_s"] for s in found["latencies_s"])

@@ -17,7 +17,7 @@ ours ÷ the best bound, round ÷ best bound (integrality) and ours ÷ round (the
 Usage: `python -m bench.run [--quick] [--only main|small] [--cg-seconds S]` (`--quick` skips the 20,000-pod
 cases; `--cg-seconds` is the column-generation budget per workload, 15 by default).
 
-The engine runs with spot diversity off (`spot_pool_share=1.0`) in these tables, so they measure packing
+The engine runs with spot diversity off (`SpotDiversity(pool_share=1.0)`) in these tables, so they measure packing
 and compare with earlier runs; the spot-diversity table gives the default rule's cost and pool shares.
 """
 
@@ -39,8 +39,10 @@ from bench.families import families
 from bench.lower_bound import LowerBound, configuration, cover_bound, fluid_bound
 from bench.small import run_small
 from bench.workloads import CLASS, Workload, constrained_mix, deployment_mix, karpenter_mix
+from longshore.core.model import Settings, SpotDiversity
 from longshore.core.scheduling import Plan, SchedulingInput, solve
-from longshore.core.scheduling.inputs import SPOT_POOL_SHARE
+
+SPOT_POOL_SHARE = SpotDiversity().pool_share  # the default rule's share
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -113,7 +115,7 @@ def _solve(workload: Workload, spot_pool_share: float = 1.0) -> tuple[Plan, floa
         pools=workload.pools,
         node_classes=(CLASS,),
         catalog=workload.catalog,
-        spot_pool_share=spot_pool_share,
+        settings=Settings(spot_diversity=SpotDiversity(pool_share=spot_pool_share)),
     )
     gc.collect()
     start = time.perf_counter()
@@ -127,7 +129,7 @@ def _peak_mib(workload: Workload) -> float:
         pools=workload.pools,
         node_classes=(CLASS,),
         catalog=workload.catalog,
-        spot_pool_share=1.0,
+        settings=Settings(spot_diversity=SpotDiversity(pool_share=1.0)),
     )
     gc.collect()
     tracemalloc.start()

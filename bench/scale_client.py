@@ -2,7 +2,9 @@
 
 Usage: `python -m bench.scale_client URL MODE`, then one command a line on stdin: `provisioner` or `planner`
 runs that pass's read of the cluster and prints one JSON line (CPU seconds, wall seconds, peak RSS in MiB,
-pods and nodes seen); `quit` ends. MODE `today` reads as main did before this benchmark (whole objects, no
+pods and nodes seen); `sync` catches the watch cache up (between batches); `fleet` runs the provisioner's pass
+for a new batch and prints the latency of each pod to its claim's CreateFleet call (`bench.scale_fleet`,
+`compact` only); `quit` ends. MODE `today` reads as main did before this benchmark (whole objects, no
 gzip, no watch cache, the planner parsing every pod every pass); `compact` reads through the adapter as
 shipped (compact pages, gzip, the list-then-watch cache, parsed pods memoised per container).
 
@@ -92,7 +94,9 @@ def main(url: str, mode: str) -> None:
     configuration = k8s.Configuration()
     configuration.host = url
     api = k8s.ApiClient(configuration)
-    cluster = TodayCluster(api) if mode == "today" else KubeCluster(api, cache=new_cache())
+    cache = new_cache()
+    cluster = TodayCluster(api) if mode == "today" else KubeCluster(api, cache=cache)
+    fleet: Any = None  # bench.scale_fleet.FleetBench, imported when asked (`--before` runs another product)
     provisioner_cache = TodayPodCache() if mode == "today" else snapshot.PodCache()  # one invocation
     print(
         json.dumps({"rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}),
@@ -106,6 +110,16 @@ def main(url: str, mode: str) -> None:
             print(
                 json.dumps(read_pass(cluster, None if mode == "today" else snapshot.PodCache())), flush=True
             )
+        elif command == "sync":
+            print(
+                json.dumps({"nodes": len(cluster.list_nodes()), "pods": len(cluster.list_pods())}), flush=True
+            )
+        elif command == "fleet":
+            if fleet is None:
+                from bench.scale_fleet import FleetBench
+
+                fleet = FleetBench(api, cache)
+            print(json.dumps(fleet.batch()), flush=True)
         elif command == "quit":
             return
 

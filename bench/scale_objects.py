@@ -149,7 +149,8 @@ def pod(i: int, node: str | None, *, namespace: str = "default") -> dict[str, An
     }
     last_applied = json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"labels": labels}})
     spec: dict[str, Any] = {
-        "containers": [_container(i, "app", "250m", "512Mi"), _container(i, "sidecar", "50m", "64Mi")],
+        # 520m a pod, 30 a node: 15.6 of a node's 15.89 vCPU, so the cluster is full and a new pod needs a node
+        "containers": [_container(i, "app", "470m", "512Mi"), _container(i, "sidecar", "50m", "64Mi")],
         "volumes": [
             {"name": "config", "configMap": {"name": f"{app}-config", "defaultMode": 420}},
             {

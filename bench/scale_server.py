@@ -3,11 +3,13 @@
 Serves `pods` realistic pods bound 30 to a node, generated from their index as pages are served
 (`bench.scale_virtual`: memory for a page, not for the cluster), prints its URL, then answers commands on
 stdin, one a line: `bytes` (response bytes sent so far), `add N` (N new unschedulable pods), `touch N` (N
-bound pods get a new label: the churn of a live cluster), `quit`.
+bound pods get a new label: the churn of a live cluster), `drop` (the added pods are deleted), `refused`
+(requests the server does not serve, as JSON), `quit`.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 from bench.scale_virtual import VirtualCluster, serve_in_background
@@ -30,6 +32,10 @@ def serve(pods: int, per_node: int) -> None:
                 touches += 1  # a new value each time: a repeated patch would change nothing and send no event
                 cluster.touch(int(arg), str(touches))
                 print("ok", flush=True)
+            elif command == "drop":
+                print(cluster.drop(), flush=True)
+            elif command == "refused":
+                print(json.dumps(cluster.refused[-20:]), flush=True)
             elif command == "quit":
                 return
     finally:

@@ -3,8 +3,8 @@
 Theory of operation: the cluster is `nodes` nodes and `pods` pods bound 30 to a node, all made by
 `bench.scale_objects` from their index when a page is served, so serving 150,000 pods of about 10 KB of JSON
 needs memory for one page, not 1.5 GB of objects (the emulator, `longshore_sim.kubeapi`, holds every object
-and would need about 8 GB). What changes after the start (`add`, `touch`) is kept as whole objects with their
-resourceVersion in a change log, as the API server's watch cache keeps its history.
+and would need about 8 GB). What changes after the start (`add`, `touch`, `drop`) is kept as whole objects with
+their resourceVersion in a change log, as the API server's watch cache keeps its history.
 
 What the functions rely on, kept as the API server does it:
 - resourceVersions: node j has `1 + j`, pod i has `1 + nodes + i`; every change takes the next version. A
@@ -18,13 +18,18 @@ What the functions rely on, kept as the API server does it:
   change, which a client applies again to the same result (the API server serves a consistent snapshot
   instead; both end in the same state).
 
-Only the two calls the benchmark's reads make are served: `GET /api/v1/pods` and `GET /api/v1/nodes`.
+- `fieldSelector=spec.nodeName=` (the provisioner's pending pods) and `spec.nodeName=NODE` are answered by
+  index, without generating the cluster's bound pods.
+
+Served: `GET /api/v1/pods` and `GET /api/v1/nodes` (the reads), and for the provisioner pass of
+`bench.scale_fleet`, `GET /apis/apps/v1/daemonsets` (none) and `POST .../events` (accepted, not kept).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,7 +56,9 @@ class VirtualCluster:
     changed: dict[tuple[str, int], tuple[int, dict[str, Any]]] = field(default_factory=dict)
     log: list[tuple[int, str, str, dict[str, Any]]] = field(default_factory=list)
     added: int = 0
+    deleted: set[int] = field(default_factory=set)  # pod indices
     bytes_sent: int = 0
+    refused: list[str] = field(default_factory=list)  # requests this server does not serve
     condition: threading.Condition = field(default_factory=threading.Condition)
 
     @property
@@ -99,6 +106,34 @@ class VirtualCluster:
             obj["metadata"]["labels"] = {**obj["metadata"]["labels"], "touched": value}
             self._record("pods", index, "MODIFIED", obj)
 
+    def drop(self) -> int:
+        """Delete every added pod still there (a DELETED event each); returns how many."""
+        gone = [i for i in range(self.pods, self.pods + self.added) if i not in self.deleted]
+        for index in gone:
+            obj = json.loads(json.dumps(self.item("pods", index)))
+            self._record("pods", index, "DELETED", obj)
+            self.deleted.add(index)
+        return len(gone)
+
+    def indices(self, plural: str, field_selector: str | None) -> list[int] | range:
+        """The indices a list serves, in order (pods: those on a node, or unbound, by `spec.nodeName`)."""
+        if plural == "nodes" or not field_selector:
+            return range(self.count(plural))
+        key, _, value = field_selector.partition("=")
+        if key != "spec.nodeName":
+            raise ValueError(f"field selector {field_selector!r} is not served")
+        if value:
+            found = self._node_index().get(value)
+            span = range(0) if found is None else range(found * self.per_node, (found + 1) * self.per_node)
+            candidates = [i for i in span if i < self.pods]
+        else:
+            candidates = list(range(self.pods, self.pods + self.added))
+        on = [i for i in candidates if i not in self.deleted]
+        return [i for i in on if ((self.item("pods", i).get("spec") or {}).get("nodeName") or "") == value]
+
+    def _node_index(self) -> dict[str, int]:
+        return {node_name(j): j for j in range(self.nodes)}
+
     def since(self, plural: str, version: int) -> list[tuple[int, str, dict[str, Any]]]:
         return [(v, kind, obj) for v, kind, p, obj in self.log if v > version and p == plural]
 
@@ -113,7 +148,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlsplit(self.path)
         plural = url.path.rstrip("/").rsplit("/", 1)[-1]
+        if url.path == "/apis/apps/v1/daemonsets":
+            self._send(200, {"kind": "DaemonSetList", "apiVersion": "apps/v1", "metadata": {}, "items": []})
+            return
         if url.path not in ("/api/v1/pods", "/api/v1/nodes"):
+            self.server.cluster.refused.append(f"GET {url.path}")
             self._send(404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"})
             return
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -122,18 +161,37 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._list(plural, query)
 
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if url.path.startswith("/api/v1/namespaces/") and url.path.endswith("/events"):
+            self._send(201, body)  # accepted, not kept
+            return
+        self.server.cluster.refused.append(f"POST {url.path}")
+        self._send(404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"})
+
     def _list(self, plural: str, query: dict[str, str]) -> None:
         cluster = self.server.cluster
-        limit = int(query.get("limit") or 0) or cluster.count(plural)
+        try:
+            indices = cluster.indices(plural, query.get("fieldSelector"))
+        except ValueError as error:
+            self._send(400, {"kind": "Status", "status": "Failure", "code": 400, "message": str(error)})
+            return
+        limit = int(query.get("limit") or 0) or len(indices)
         version, _, start = (query.get("continue") or "").partition(":")
         version = version or str(cluster.version)
         offset = int(start or 0)
-        end = min(offset + limit, cluster.count(plural))
+        end = min(offset + limit, len(indices))
         meta: dict[str, Any] = {"resourceVersion": version}
-        if end < cluster.count(plural):
+        if end < len(indices):
             meta["continue"] = f"{version}:{end}"
-            meta["remainingItemCount"] = cluster.count(plural) - end
-        items = [cluster.item(plural, i) for i in range(offset, end)]
+            meta["remainingItemCount"] = len(indices) - end
+        items = [
+            cluster.item(plural, i)
+            for i in indices[offset:end]
+            if i not in cluster.deleted or plural == "nodes"
+        ]
         self._send(
             200,
             {
@@ -202,6 +260,10 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, cluster: VirtualCluster) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.cluster = cluster
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away is not an error
+            super().handle_error(request, client_address)
 
 
 def serve_in_background(cluster: VirtualCluster) -> tuple[str, ThreadingHTTPServer]:

@@ -179,6 +179,7 @@ class LongshoreCluster(Construct):
             environment=environment,
             log_retention=log_retention,
             vpc=settings.vpc,
+            cluster_memory_mb=settings.function_memory_mb,
         ).by_role
         # Functions depend on the role's policy (CDK adds it); the policy names functions only by ARN strings.
         for role_name in ("provisioner", "planner"):

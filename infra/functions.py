@@ -6,6 +6,9 @@ for. Each has its own role (permissions.py: only the actions its code calls; the
 each role to its own Kubernetes group, naming.kubernetes_group) and they share the same environment: the contract's `LONGSHORE_*` variables plus Powertools' service name, metrics namespace and
 log level. Each writes to its own log group with a fixed retention. The provisioner and the planner are
 singletons (reserved concurrency 1): a second concurrent run would plan against the same pending pods.
+The functions that read the whole cluster (`reads_cluster`: provisioner, planner, steps) take their memory
+from the `functionMemoryMb` context value (`settings.DeploymentSettings.function_memory_mb`, default 1024);
+the interruption handler reads single nodes and keeps its own size.
 """
 
 from __future__ import annotations
@@ -30,20 +33,21 @@ class FunctionSpec:
     role: str  # "provisioner", "planner", "interruption", "steps"
     handler: str
     description: str
-    memory_mb: int
+    memory_mb: int  # the default; `reads_cluster` functions take `functionMemoryMb`
     timeout_s: int
     reserved_concurrency: int | None = None
+    reads_cluster: bool = False  # lists every pod and node at a container's first pass
 
 
 FUNCTIONS = (
     FunctionSpec("provisioner", "longshore.handlers.provisioner.handler",
-                 "Longshore provisioner: pending pods to node claims to EC2 launches", 1024, 120, 1),
+                 "Longshore provisioner: pending pods to node claims to EC2 launches", 1024, 120, 1, True),
     FunctionSpec("planner", "longshore.handlers.planner.handler",
-                 "Longshore disruption planner: emptiness, expiry, drift and consolidation", 1024, 120, 1),
+                 "Longshore disruption planner: emptiness, expiry, drift and consolidation", 1024, 120, 1, True),
     FunctionSpec("interruption", "longshore.handlers.interruption.handler",
                  "Longshore interruption handler: spot, rebalance, health and state-change messages", 512, 30),
     FunctionSpec("steps", "longshore.handlers.workflow_steps.handler",
-                 "Longshore workflow steps: launch replacements, cordon, drain, terminate (called by the state machines)", 1024, 120),
+                 "Longshore workflow steps: launch replacements, cordon, drain, terminate (called by the state machines)", 1024, 120, None, True),
 )  # fmt: skip
 POWERTOOLS_LOG_LEVEL = "INFO"
 
@@ -62,6 +66,7 @@ class Functions(Construct):
         environment: Mapping[str, str],
         log_retention: logs.RetentionDays,
         vpc: VpcPlacement | None,
+        cluster_memory_mb: int = 1024,
     ) -> None:
         super().__init__(scope, construct_id)
         self.by_role: dict[str, lambda_.Function] = {}
@@ -83,7 +88,7 @@ class Functions(Construct):
                 handler=spec.handler,
                 runtime=bundling.RUNTIME,
                 architecture=bundling.ARCHITECTURE,
-                memory_size=spec.memory_mb,
+                memory_size=cluster_memory_mb if spec.reads_cluster else spec.memory_mb,
                 timeout=cdk.Duration.seconds(spec.timeout_s),
                 reserved_concurrent_executions=spec.reserved_concurrency,
                 role=role,

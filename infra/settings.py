@@ -19,6 +19,13 @@ optional):
   logRetentionDays   retention of the functions' and state machines' log groups (default 30).
   mode               "active" (default) or "shadow": every function decides, logs and measures (ShadowWould*
                      metrics) but writes nothing to EC2 or Kubernetes (LONGSHORE_MODE on every function).
+  functionMemoryMb   memory of the functions that read the whole cluster (provisioner, planner, steps), whole MB
+                     from 1024 to 10240 (default 1024, also in cdk.json). One key, because all three list and
+                     decode every pod and node at a container's first pass, so their memory and CPU grow with
+                     the same number (the cluster's pods); Lambda's CPU share grows with memory (1769 MB is one
+                     vCPU). Measured (docs/scale.md): about 100 MiB + 4 KiB a pod of peak RSS, 687 MiB at
+                     150,000 pods; 1769 is recommended past about 100,000 pods, where a first pass at 1024 MB's
+                     0.58 vCPU would take about 110 s of the 120 s timeout. Below 1024 is not measured.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ LOG_RETENTION_DAYS = (
 """CloudWatch's retention periods, in the order of `aws_logs.RetentionDays` (a test checks the pairing)."""
 MODES = ("active", "shadow")
 """What the functions do with their decisions: carry them out, or only log and measure them."""
+FUNCTION_MEMORY_MB = (1024, 10240)
+"""The smallest size measured and shipped, and Lambda's largest."""
 
 
 class SettingsError(ValueError):
@@ -83,6 +92,7 @@ class DeploymentSettings:
     dashboard: bool = True
     log_retention_days: int = 30
     mode: str = "active"
+    function_memory_mb: int = FUNCTION_MEMORY_MB[0]  # provisioner, planner and steps (`functionMemoryMb`)
 
     @property
     def shadow(self) -> bool:
@@ -127,6 +137,7 @@ class DeploymentSettings:
         mode = (_text(lookup, "mode") or "active").lower()
         if mode not in MODES:
             raise SettingsError(f"context 'mode': {mode!r} is not one of {', '.join(MODES)}")
+        memory = _memory(lookup, "functionMemoryMb")
         return cls(
             account=account,
             vpc=VpcPlacement(subnets, groups) if subnets else None,
@@ -137,6 +148,7 @@ class DeploymentSettings:
             dashboard=dashboard,
             log_retention_days=days,
             mode=mode,
+            function_memory_mb=memory,
         )
 
 
@@ -149,6 +161,20 @@ def _text(lookup: Callable[[str], object], key: str) -> str | None:
     if not isinstance(value, str):
         raise SettingsError(f"context {key!r}: {value!r} must be a string")
     return value.strip()
+
+
+def _memory(lookup: Callable[[str], object], key: str) -> int:
+    raw = lookup(key)
+    if raw is None or raw == "":
+        return FUNCTION_MEMORY_MB[0]
+    value = str(raw).strip() if isinstance(raw, str | int) and not isinstance(raw, bool) else None
+    low, high = FUNCTION_MEMORY_MB
+    if value is None or not value.isdigit() or not low <= int(value) <= high:
+        raise SettingsError(
+            f"context {key!r}: {raw!r} is not a whole number of MB from {low} to {high} (1769 is one vCPU; "
+            "docs/scale.md has the sizes measured)"
+        )
+    return int(value)
 
 
 def _flag(lookup: Callable[[str], object], key: str) -> bool:

@@ -52,6 +52,7 @@ PRIVATE_SETTINGS = DeploymentSettings(
     access_entry=False,
     dashboard=False,
     log_retention_days=7,
+    function_memory_mb=1769,
 )
 PRIVATE_BUNDLE = "# a config larger than a standard SSM parameter\n" + "#" * 5000 + "\n"
 

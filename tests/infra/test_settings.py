@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
-from infra.settings import LOG_RETENTION_DAYS, DeploymentSettings, SettingsError, VpcPlacement
+from infra.settings import (
+    FUNCTION_MEMORY_MB,
+    LOG_RETENTION_DAYS,
+    DeploymentSettings,
+    SettingsError,
+    VpcPlacement,
+)
 
 from infra import naming
 
@@ -26,6 +35,7 @@ def test_all_values_are_read() -> None:
         accessEntry="false",
         dashboard="false",
         logRetentionDays="90",
+        functionMemoryMb=1769,
     )
     assert read == DeploymentSettings(
         account="123456789012",
@@ -35,6 +45,7 @@ def test_all_values_are_read() -> None:
         access_entry=False,
         dashboard=False,
         log_retention_days=90,
+        function_memory_mb=1769,
     )
 
 
@@ -56,6 +67,14 @@ def test_all_values_are_read() -> None:
             {"logRetentionDays": "10"},
             "context 'logRetentionDays': '10' is not one of CloudWatch's retention periods",
         ),
+        (
+            {"functionMemoryMb": "512"},
+            "context 'functionMemoryMb': '512' is not a whole number of MB from 1024",
+        ),
+        ({"functionMemoryMb": 10241}, "context 'functionMemoryMb': 10241 is not a whole number of MB"),
+        ({"functionMemoryMb": "2GB"}, "context 'functionMemoryMb': '2GB' is not a whole number of MB"),
+        ({"functionMemoryMb": 1769.5}, "context 'functionMemoryMb': 1769.5 is not a whole number of MB"),
+        ({"functionMemoryMb": True}, "context 'functionMemoryMb': True is not a whole number of MB"),
     ],
 )
 def test_bad_values_name_the_key_and_the_value(context: dict[str, object], message: str) -> None:
@@ -95,3 +114,8 @@ def test_alarm_emails_are_read_and_checked() -> None:
         settings(alarmEmail="not-an-address")
     with pytest.raises(SettingsError, match="subscribe the addresses to that topic instead"):
         settings(alarmEmail="a@example.com", alarmTopicArn="arn:aws:sns:us-east-1:123456789012:oncall")
+
+
+def test_cdk_json_states_the_default_function_memory() -> None:
+    context = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]
+    assert context["functionMemoryMb"] == FUNCTION_MEMORY_MB[0] == settings().function_memory_mb

@@ -356,3 +356,17 @@ def test_the_webhook_manifest_sends_what_the_trigger_decides_on_and_never_blocks
     bound = {"metadata": {}, "spec": {"nodeName": "n"}}
     decided = {op for op in ("CREATE", "UPDATE", "DELETE") if admission_targets(op, "Pod", unbound, bound)}
     assert set(rule["operations"]) == decided == {"CREATE", "DELETE"}
+
+
+@pytest.mark.parametrize(("stack", "memory"), [("demo", 1024), ("private", 1769)])
+def test_the_functions_that_read_the_whole_cluster_take_function_memory_mb(
+    synthesis: Synthesis, stack: str, memory: int
+) -> None:
+    """`functionMemoryMb` (default 1024; the private stack's settings give 1769) sizes the provisioner, the
+    planner and the steps function; the interruption handler keeps 512 MB."""
+    template = getattr(synthesis, stack)
+    for role in ("provisioner", "planner", "steps"):
+        _, props = function_by_handler(template, HANDLERS[role])
+        assert props["MemorySize"] == memory, role
+    _, interruption = function_by_handler(template, HANDLERS["interruption"])
+    assert interruption["MemorySize"] == 512

@@ -64,3 +64,44 @@ def test_a_version_from_the_future_relists(served: tuple[VirtualCluster, k8s.Api
     kube.list_nodes()
     cache.nodes.version = "999999"
     assert len(kube.list_nodes()) == 40 and cache.nodes.relists == 2
+
+
+def test_pending_pods_are_served_by_field_selector_and_drop_deletes_them(
+    served: tuple[VirtualCluster, k8s.ApiClient],
+) -> None:
+    cluster, api = served
+    cache = new_cache(quiet_s=0.1)
+    kube = KubeCluster(api, cache=cache)
+    assert len(kube.list_pods()) == 1_200 and kube.list_pending_pods() == []
+    cluster.add(5)
+    assert len(kube.list_pending_pods()) == 5
+    on_node = kube.list_pods(node_name=kube.list_nodes()[0]["metadata"]["name"])
+    assert len(on_node) == 30
+    assert cluster.drop() == 5
+    assert kube.list_pending_pods() == [] and len(kube.list_pods()) == 1_200  # the watch applied DELETED
+    assert cluster.refused == []
+
+
+def test_the_fleet_bench_launches_every_pod_of_a_batch_in_the_full_cluster(
+    served: tuple[VirtualCluster, k8s.ApiClient],
+) -> None:
+    """`bench.scale_fleet`: the product's provisioner pass over the warm cache; the nodes are full, so the 100
+    new pods go on new claims, each pod's latency ends at its claim's CreateFleet call, after the batch window
+    and the watch waits (what the figure adds besides CPU time)."""
+    from bench.scale_fleet import FleetBench
+
+    cluster, api = served
+    cache = new_cache(quiet_s=0.1)
+    kube = KubeCluster(api, cache=cache)
+    kube.list_nodes(), kube.list_pods()
+    bench = FleetBench(api, cache)
+    for _ in range(2):
+        cluster.drop()
+        cluster.add(100)
+        found = bench.batch()
+        assert found["status"] == "planned" and found["pending"] == 100 and "failed" not in found
+        assert len(found["latencies_s"]) == 100 and found["claims"] >= 1
+        assert found["batch_window_s"] == 1.0 and found["watch_waits_s"] == pytest.approx(0.3)
+        fixed = found["batch_window_s"] + found["watch_waits_s"]
+        assert all(fixed <= s <= found["pass_s"] for s in found["latencies_s"])
+    assert cluster.refused == []

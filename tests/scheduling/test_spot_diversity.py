@@ -7,6 +7,7 @@ from collections import Counter
 
 from longshore.core import labels as wk
 from longshore.core.catalog import Offering, make_instance_type
+from longshore.core.model import Settings, SpotDiversity
 from longshore.core.scheduling import Plan, solve
 from tests.builders import catalog, pool, replicas, req, scheduling_input, zone_spread
 from tests.scheduling.checker import check
@@ -26,9 +27,12 @@ CATALOG = catalog(
 )
 
 
-def _plan(pods, **fields) -> Plan:
+def _plan(pods, **rule) -> Plan:
     inp = scheduling_input(
-        pods, [pool(requirements=[req(wk.CAPACITY_TYPE, "In", "spot")])], CATALOG, **fields
+        pods,
+        [pool(requirements=[req(wk.CAPACITY_TYPE, "In", "spot")])],
+        CATALOG,
+        settings=Settings(spot_diversity=SpotDiversity(**rule)),
     )
     plan = solve(inp)
     assert check(inp, plan) == []
@@ -43,7 +47,7 @@ def _largest_share(plan: Plan) -> float:
 
 def test_a_large_spot_batch_is_spread_over_pools_within_the_cost_budget() -> None:
     pods = replicas("batch", 24, cpu="3", memory="4Gi")  # one pod per node
-    cheapest = _plan(pods, spot_pool_share=1.0)
+    cheapest = _plan(pods, pool_share=1.0)
     assert _largest_share(cheapest) == 1.0  # every claim in c5.xlarge, us-east-1a
     diverse = _plan(pods)
     assert _largest_share(diverse) <= 0.5
@@ -59,16 +63,16 @@ def test_a_large_spot_batch_is_spread_over_pools_within_the_cost_budget() -> Non
 
 def test_the_cost_budget_stops_diversity() -> None:
     pods = replicas("batch", 24, cpu="3", memory="4Gi")
-    cheapest = _plan(pods, spot_pool_share=1.0)
-    plan = _plan(pods, spot_diversity_cost=0.002)
+    cheapest = _plan(pods, pool_share=1.0)
+    plan = _plan(pods, max_cost=0.002)
     assert plan.cost_per_hour <= cheapest.cost_per_hour * 1.002 + 1e-9
     assert 0.5 < _largest_share(plan) < 1.0
 
 
 def test_small_batches_and_zone_constrained_batches_keep_their_zones() -> None:
     few = replicas("few", 6, cpu="3", memory="4Gi")
-    assert _plan(few) == _plan(few, spot_pool_share=1.0)
+    assert _plan(few) == _plan(few, pool_share=1.0)
     spread = replicas("spread", 24, cpu="3", memory="4Gi", spread=[zone_spread("spread")])
     plan = _plan(spread)
-    before = _plan(spread, spot_pool_share=1.0)
+    before = _plan(spread, pool_share=1.0)
     assert sorted(c.zone for c in plan.new_claims) == sorted(c.zone for c in before.new_claims)

@@ -49,6 +49,7 @@ from longshore.core.model import (
     SavingsThreshold,
     SelectorTerm,
     Settings,
+    SpotDiversity,
     Taint,
     pairs,
 )
@@ -456,7 +457,14 @@ def settings(given: cluster.GlobalSettings) -> Settings:
         min_values_policy=given.minValuesPolicy,  # type: ignore[arg-type]  # checked by the schema
         max_cost_per_hour=given.maxCostPerHour,
         spot_to_spot_consolidation=given.featureGates.spotToSpotConsolidation,
+        spot_diversity=spot_diversity(given.spotDiversity),
     )
+
+
+def spot_diversity(given: cluster.SpotDiversity) -> SpotDiversity:
+    """`enabled: false` is a pool share of 1, which the rule reads as off."""
+    share = given.maxPoolShare if given.enabled else 1.0
+    return SpotDiversity(pool_share=share, min_claims=given.minClaims, max_cost=given.maxCostIncrease)
 
 
 def interruption(given: cluster.Interruption) -> InterruptionSettings:

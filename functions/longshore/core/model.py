@@ -305,6 +305,22 @@ class InterruptionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SpotDiversity:
+    """The spot diversity rule of the scheduler (`scheduling.solver_diversity`, Longshore's own): once a batch has at
+    least `min_claims` spot claims, no spot (instance type, zone) pool keeps more than `pool_share` of the batch's
+    spot vCPU, at a cost of at most `max_cost` (a fraction) of the plan's. A `pool_share` of 1.0 turns it off.
+    Config: `spec.settings.spotDiversity` (`maxPoolShare`, `minClaims`, `maxCostIncrease`, `enabled`)."""
+
+    pool_share: float = 0.5
+    min_claims: int = 10
+    max_cost: float = 0.01
+
+    @property
+    def enabled(self) -> bool:
+        return self.pool_share < 1
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Cluster-wide knobs (Karpenter's global settings / flags)."""
 
@@ -326,6 +342,9 @@ class Settings:
     min_values_policy: Literal["Strict", "BestEffort"] = "Strict"  # MIN_VALUES_POLICY
     max_cost_per_hour: float | None = None  # cluster-wide cap in USD/h on the nodes of every pool (Longshore)
     spot_to_spot_consolidation: bool = False  # featureGates.spotToSpotConsolidation (off, as in Karpenter)
+    spot_diversity: SpotDiversity = field(
+        default_factory=SpotDiversity
+    )  # Longshore: spread large spot batches
 
 
 @dataclass(frozen=True, slots=True)

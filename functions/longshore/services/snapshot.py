@@ -237,6 +237,9 @@ def pending_pods(
     parse = cache.parse if cache is not None else parse_pod
     with gc_paused():
         for manifest in manifests:
+            spec = manifest.get("spec")
+            if isinstance(spec, Mapping) and spec.get("nodeName"):
+                continue  # bound: the cheap test first, for the cluster's running pods
             if not provisionable_manifest(manifest):
                 continue
             parsed = parse(manifest)
@@ -289,9 +292,23 @@ def provider_id_of(node: Manifest) -> str:
 
 
 def _resources(value: object) -> Resources | None:
+    """A node's resource list, parsed once per equal list: the compact nodes of one shape share the list
+    (`adapters.kube.decode.Shared`), so a warm pass over 5,000 nodes parses a few, not 40,000 quantities. The
+    entry keeps the mapping alive (its id is never another's) and a copy it must still equal (exact even if a
+    caller changed the mapping in place)."""
     if not isinstance(value, Mapping):
         return None
-    return Resources.parse({str(k): v for k, v in value.items()})
+    found = _NODE_RESOURCES.get(id(value))
+    if found is not None and found[0] is value and found[1] == value:
+        return found[2]
+    parsed = Resources.parse({str(k): v for k, v in value.items()})
+    if len(_NODE_RESOURCES) >= _SHARED_LIMIT:
+        _NODE_RESOURCES.clear()
+    _NODE_RESOURCES[id(value)] = (value, dict(value), parsed)
+    return parsed
+
+
+_NODE_RESOURCES: dict[int, tuple[Mapping[str, Any], dict[str, Any], Resources]] = {}
 
 
 def existing_nodes(

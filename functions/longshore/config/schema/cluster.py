@@ -84,6 +84,46 @@ class FeatureGates(StrictModel):
     spotToSpotConsolidation: bool = False
 
 
+class SpotDiversity(StrictModel):
+    """Longshore's spot diversity rule (`core/scheduling/solver_diversity.py`): once a batch has at least
+    `minClaims` spot claims, no spot (instance type, zone) pool keeps more than `maxPoolShare` of its spot vCPU,
+    for at most `maxCostIncrease` (a fraction: 0.01 is 1 %) more than the cheapest plan. `enabled: false` (or
+    `maxPoolShare: 1`) turns it off."""
+
+    enabled: bool = True
+    maxPoolShare: float = 0.5
+    minClaims: int = 10
+    maxCostIncrease: float = 0.01
+
+    @field_validator("maxPoolShare")
+    @classmethod
+    def _share(cls, value: float) -> float:
+        if not 0 < value <= 1:
+            raise ValueError(
+                f"maxPoolShare is a fraction of a batch's spot vCPU above 0 and at most 1 (0.5 means half; 1 turns "
+                f"the rule off), got {value}"
+            )
+        return value
+
+    @field_validator("minClaims")
+    @classmethod
+    def _claims(cls, value: int) -> int:
+        if value < 2:
+            raise ValueError(
+                f"minClaims is a number of spot claims, at least 2 (one claim cannot spread), got {value}"
+            )
+        return value
+
+    @field_validator("maxCostIncrease")
+    @classmethod
+    def _cost(cls, value: float) -> float:
+        if not 0 <= value <= 1:
+            raise ValueError(
+                f"maxCostIncrease is a fraction of the plan's cost from 0 to 1 (0.01 means 1 %), got {value}"
+            )
+        return value
+
+
 class GlobalSettings(StrictModel):
     """Karpenter's global settings (v1alpha5 ConfigMap `karpenter-global-settings`, later flags/env)."""
 
@@ -103,6 +143,7 @@ class GlobalSettings(StrictModel):
     minValuesPolicy: str = "Strict"
     maxCostPerHour: float | None = None  # Longshore: cluster-wide dollar limit (USD/h) on every pool's nodes
     featureGates: FeatureGates = FeatureGates()
+    spotDiversity: SpotDiversity = SpotDiversity()  # Longshore: spread large spot batches over pools
 
     @field_validator("preferencePolicy")
     @classmethod

@@ -20,13 +20,6 @@ from longshore.core.pods import Pod
 from longshore.core.reservations import ByClass
 from longshore.core.resources import EMPTY, Resources
 
-#: The default cap on one spot (instance type, zone) pool's share of a batch's spot vCPU (`solver_diversity`).
-SPOT_POOL_SHARE = 0.5
-#: Batches with fewer spot claims are left as priced: too few nodes to spread.
-SPOT_DIVERSITY_MIN_CLAIMS = 10
-#: The most spot diversity may add to a plan's cost, as a share of it.
-SPOT_DIVERSITY_COST = 0.01
-
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 
@@ -71,14 +64,10 @@ class SchedulingInput:
     daemonsets: tuple[Pod, ...] = ()  # one pod template per DaemonSet
     unavailable: frozenset[OfferingKey] = frozenset()
     pool_usage: Mapping[str, Resources] | None = None  # pool -> capacity in use (incl. "nodes")
-    settings: Settings = field(default_factory=Settings)
+    settings: Settings = field(
+        default_factory=Settings
+    )  # incl. the spot diversity rule (`settings.spot_diversity`)
     max_instance_types: int = 60
-    #: Spot diversity (`solver_diversity`): no spot (type, zone) pool holds more than this share of the batch's
-    #: spot vCPU, once the batch has at least `spot_diversity_min_claims` spot claims, at a cost of at most
-    #: `spot_diversity_cost` of the plan's; a share of 1.0 turns it off.
-    spot_pool_share: float = SPOT_POOL_SHARE
-    spot_diversity_min_claims: int = SPOT_DIVERSITY_MIN_CLAIMS
-    spot_diversity_cost: float = SPOT_DIVERSITY_COST
     #: Node class name -> its active capacity reservations (`core.reservations`), sorted by name.
     reservations: ByClass = ()
 

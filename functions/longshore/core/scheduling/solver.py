@@ -36,10 +36,10 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
    one domain's quota (a pool limit, no fitting type) and left the others ahead by more than maxSkew: the
    final per-domain counts are recomputed and offending pods are taken back off their new claims, one at a
    time, with a reason (claims left empty are dropped).
-7. *Spot diversity* (`solver_diversity`). In a batch with at least 10 spot claims, no spot (type, zone) pool
-   keeps more than `spot_pool_share` (0.5) of the spot vCPU: the cheapest moves send claims to the next
-   cheapest spot offering of their own list, zones changing only when no pending pod has a zone topology
-   constraint, for at most `spot_diversity_cost` (1 %) of the plan's cost.
+7. *Spot diversity* (`solver_diversity`, `settings.spot_diversity`). In a batch with at least `min_claims` (10)
+   spot claims, no spot (type, zone) pool keeps more than `pool_share` (0.5) of the spot vCPU: the cheapest
+   moves send claims to the next cheapest spot offering of their own list, zones changing only when no pending
+   pod has a zone topology constraint, for at most `max_cost` (1 %) of the plan's cost.
 8. *Capacity reservations* (`solver_reserved`). Each claim that may launch reserved is given one reservation
    with room, never more claims than a reservation has room for; the rest fall back to their other offerings.
 

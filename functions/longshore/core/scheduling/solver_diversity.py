@@ -2,17 +2,18 @@
 capacity, so one pool's interruption wave cannot take most of it.
 
 Theory of operation: the packer prices every node at its cheapest offering, so a large spot batch lands in
-one or two (type, zone) pools (a 5,000-pod batch went to 98 nodes of one type in one zone). When the batch has
-at least `SchedulingInput.spot_diversity_min_claims` spot claims and `spot_pool_share` is below 1, the
-pools over `share × total` (capacity counted in vCPU of allocatable) give up claims, the cheapest moves
-first: each moved claim takes the cheapest other spot offering in its own list (every one of them holds its
-pods and keeps its requirements, pool limits and `minValues`, see `solver_claims`) whose pool stays within
+one or two (type, zone) pools (a 5,000-pod batch went to 98 nodes of one type in one zone). The rule is
+`SchedulingInput.settings.spot_diversity` (a `model.SpotDiversity`, set by the Cluster config's
+`spec.settings.spotDiversity`). When the batch has at least `min_claims` spot claims and `pool_share` is below
+1, the pools over `pool_share × total` (capacity counted in vCPU of allocatable) give up claims, the cheapest
+moves first: each moved claim takes the cheapest other spot offering in its own list (every one of them holds
+its pods and keeps its requirements, pool limits and `minValues`, see `solver_claims`) whose pool stays within
 the share; that offering is put first in the claim's list, which the launch tries in order. A claim moves
 to another zone only when no pending pod has a zone (or other non-hostname) topology constraint, since its
 placement was counted in its zone; otherwise it may change type within its zone. A claim no offering can
 take stays where it is: the rule caps what it can, never leaves pods out. The moves together may add at most
-`spot_diversity_cost` (1 % by default) to the plan's cost: where diversity is dearer than that (memory-heavy
-pods whose next spot offering costs 3–6 % more), the biggest pool keeps more than its share.
+`max_cost` (1 % by default) to the plan's cost: where diversity is dearer than that (memory-heavy pods whose
+next spot offering costs 3–6 % more), the biggest pool keeps more than its share.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ _Pool = tuple[str, str]  # instance type, zone
 
 def diversify_spot(solver: SolverState) -> None:
     inp = solver.inp
-    share = inp.spot_pool_share
+    rule = inp.settings.spot_diversity
+    share = rule.pool_share
     spot = [i for i, claim in enumerate(solver.claims) if claim.capacity_type == "spot"]
-    if share >= 1 or len(spot) < inp.spot_diversity_min_claims:
+    if share >= 1 or len(spot) < rule.min_claims:
         return
     options = {t.name: {o.name: o for o in t.options} for t in solver.templates}
     zones_free = not any(_zonal(pod) for pod in inp.pods)
@@ -40,7 +42,7 @@ def diversify_spot(solver: SolverState) -> None:
     for i in spot:
         load[_pool(solver.claims[i])] += solver.claims[i].allocatable.get("cpu")
     cap = share * sum(load.values())
-    budget = inp.spot_diversity_cost * sum(claim.price_per_hour for claim in solver.claims)
+    budget = rule.max_cost * sum(claim.price_per_hour for claim in solver.claims)
     for crowded in sorted(load, key=lambda key: (-load[key], key)):
         if load[crowded] <= cap:
             continue

@@ -17,6 +17,7 @@ from longshore.core.scheduling.solver_state import (
     Possible,
     SolverState,
     Unit,
+    anchor,
     selects,
     self_selects,
     spread_matches,
@@ -202,6 +203,7 @@ def _split_spread(
         ("spread", owner.namespace, spread),
         key,
         lambda placed: spread_matches(owner, spread, placed.labels, placed.namespace),
+        anchor(spread.selector),
     )
     counts = {d: matching.get(d, 0) for d in domains}
     step = 1 if spread_matches(owner, spread, unit.cls.labels, owner.namespace) else 0

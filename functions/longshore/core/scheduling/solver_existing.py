@@ -87,9 +87,13 @@ def _node_room(solver: SolverState, state: NodeState, unit: Unit) -> int:
 
 def place_on_nodes(solver: SolverState, units: list[Unit], states: list[NodeState]) -> None:
     for unit in units:
+        asked = [(name, amount) for name, amount in unit.cls.requests.items if amount > 0]
         for state in states:
             if not unit.pods:
                 break
+            free = state.free
+            if any(free.get(name, 0) < amount for name, amount in asked):
+                continue  # `_node_room`'s first test, without the call: most nodes of a big cluster are full
             count = _node_room(solver, state, unit)
             if count <= 0:
                 continue

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from longshore.core import labels as wk
 from longshore.core.model import Taint
-from longshore.core.pods import Pod, PodAffinityTerm, TopologySpread
+from longshore.core.pods import LabelSelector, Pod, PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
 from longshore.core.requirements import RequirementError, Requirements
 from longshore.core.reservations import without_refused
@@ -92,6 +93,17 @@ def spread_matches(owner: Pod, spread: TopologySpread, labels: dict[str, str], n
     return namespace == owner.namespace and spread.selector.matches(labels)
 
 
+def anchor(selector: LabelSelector) -> tuple[str, str] | None:
+    """A label every pod `selector` matches must carry (a `matchLabels` pair, or `In` with one value), so a
+    count need only look at the placed pods with it; None when the selector has no such label."""
+    if selector.match_labels:
+        return selector.match_labels[0]
+    for expr in selector.match_expressions:
+        if expr.operator == "In" and len(expr.values) == 1:
+            return expr.key, expr.values[0]
+    return None
+
+
 def friendly(resource: str, amount: int) -> str:
     text = format_quantity(resource, amount)
     return (
@@ -124,6 +136,8 @@ class SolverState:
         self.nodes = [self.node_state(n) for n in self.ordered(inp.nodes)]
         self.in_flight = [self.node_state(n) for n in self.ordered(inp.in_flight)]
         self.placed: list[Placed] = []
+        # label key -> value -> positions in `placed` (increasing), built for a key at its first anchored tally
+        self.by_label: dict[str, dict[str, list[int]]] = {}
         # indexes over `placed` for the anti-affinity checks that would otherwise scan every placed pod
         self.host_anti: dict[str, list[Placed]] = {}  # hostname -> placed pods with hostname anti-affinity
         self.domain_anti: list[tuple[int, Placed]] = []  # (position, placed) with other anti-affinity
@@ -189,6 +203,10 @@ class SolverState:
                     self.host_anti.setdefault(host, []).append(placed)
             if any(term.topology_key != HOSTNAME for term in placed.anti_affinity):
                 self.domain_anti.append((len(self.placed), placed))
+        for key, positions in self.by_label.items():
+            value = placed.labels.get(key)
+            if value is not None:
+                positions.setdefault(value, []).append(len(self.placed))
         self.placed.append(placed)
 
     @staticmethod
@@ -198,9 +216,12 @@ class SolverState:
     def node_state(self, node: ExistingNode) -> NodeState:
         used: dict[str, int] = {}
         pods = [p for p in node.pods if not p.is_terminal]
-        for pod in pods:
-            for name, amount in (pod.requests + POD_SLOT).items:
+        for pod in pods:  # each pod's requests and its slot, summed without a `Resources` per pod
+            for name, amount in pod.requests.items:
                 used[name] = used.get(name, 0) + amount
+        for name, amount in POD_SLOT.items:
+            if pods:
+                used[name] = used.get(name, 0) + amount * len(pods)
         if node.in_flight and not any(p.is_daemonset for p in pods):
             labels = dict(node.labels)
             for daemon in self.inp.daemonsets:
@@ -241,26 +262,49 @@ class SolverState:
             ("term", owner.namespace, term),
             term.topology_key,
             lambda placed: selects(owner, term, placed.labels, placed.namespace),
+            anchor(term.selector),
         )
 
     def tally(
-        self, selector: tuple[object, ...], key: str, matches: Callable[[Placed], bool]
+        self,
+        selector: tuple[object, ...],
+        key: str,
+        matches: Callable[[Placed], bool],
+        label: tuple[str, str] | None = None,
     ) -> dict[str, int]:
         """Per value of `key`, the placed pods a selector matches. `placed` only grows, so each selector's
         counts are kept and brought up to date with the pods placed since (classes share a few selectors;
-        rescanning every placed pod per class grows with classes squared)."""
+        rescanning every placed pod per class grows with classes squared). With `label` (`anchor`: a label
+        every matching pod carries) only the placed pods with it are looked at, through `by_label`: a batch
+        of many workloads in a big cluster does not scan every running pod per workload."""
         entry = self.tallies.get(selector)
         if entry is None:
             entry = (0, {})
         seen, counts = entry
         placed_list = self.placed
-        for position in range(seen, len(placed_list)):
+        if label is None:
+            positions: Iterable[int] = range(seen, len(placed_list))
+        else:
+            with_label = self._with_label(*label)
+            positions = with_label[bisect_left(with_label, seen) :]
+        for position in positions:
             placed = placed_list[position]
             value = placed.domains.get(key)
             if value is not None and matches(placed):
                 counts[value] = counts.get(value, 0) + placed.count
         self.tallies[selector] = (len(placed_list), counts)
         return dict(counts)
+
+    def _with_label(self, key: str, value: str) -> list[int]:
+        """Positions in `placed` of the pods labelled `key=value` (the key's index built on first use)."""
+        index = self.by_label.get(key)
+        if index is None:
+            index = self.by_label[key] = {}
+            for position, placed in enumerate(self.placed):
+                found = placed.labels.get(key)
+                if found is not None:
+                    index.setdefault(found, []).append(position)
+        return index.get(value, [])
 
     def fail(self, unit: Unit, reason: str) -> None:
         for pod in unit.pods:

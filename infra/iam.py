@@ -11,7 +11,7 @@ the way Karpenter v1's policy is: every write is bound either to a resource ARN 
   (`ec2:CreateAction`);
 - terminating instances and deleting launch templates requires the resource to carry it
   (`aws:ResourceTag`);
-- using existing images, snapshots, subnets, security groups and capacity reservations is allowed by ARN
+- using existing images, snapshots, subnets, security groups, capacity reservations and placement groups is allowed by ARN
   pattern (those resources are read, not changed);
 - reads that AWS cannot scope (`ec2:Describe*`) are limited to the cluster's region.
 
@@ -34,12 +34,14 @@ CLUSTER_TAG = "longshore.io/cluster"
 
 EC2_READ_ACTIONS = (
     "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceStatus",
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeInstances",
     "ec2:DescribeLaunchTemplates",
+    "ec2:DescribePlacementGroups",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeSubnets",
@@ -90,6 +92,7 @@ def controller_statements(stack: cdk.Stack, scope: ControllerScope) -> list[iam.
                 _ec2(stack, "subnet", account="*"),
                 _ec2(stack, "security-group", account="*"),
                 _ec2(stack, "capacity-reservation", account="*"),
+                _ec2(stack, "placement-group", account="*"),  # placementGroupSelector
             ],
         ),
         iam.PolicyStatement(

@@ -245,6 +245,24 @@ class Observability(Construct):
             )
         return alarms
 
+    @staticmethod
+    def _karpenter_rows(service: str) -> list[list[cloudwatch.IWidget]]:
+        """One graph per Karpenter metric of `telemetry.KARPENTER_EQUIVALENTS`, titled with its Karpenter name
+        and showing the Longshore metric that answers it, read with the mapped statistic (4 to a row)."""
+        graphs: list[cloudwatch.IWidget] = []
+        for karpenter, (metric, statistic, _) in sorted(telemetry.KARPENTER_EQUIVALENTS.items()):
+            period = FIVE_MINUTES if statistic == "Sum" else MINUTE
+            graphs.append(
+                cloudwatch.GraphWidget(
+                    title=karpenter,
+                    left=[search(service, metric, statistic, "", period)],
+                    width=FULL // 4,
+                    height=5,
+                    left_y_axis=cloudwatch.YAxisProps(label=metric, show_units=False, min=0),
+                )
+            )
+        return [graphs[i : i + 4] for i in range(0, len(graphs), 4)]
+
     def _rows(
         self,
         cluster: str,
@@ -290,12 +308,13 @@ class Observability(Construct):
                 cloudwatch.TextWidget(
                     markdown="## Coming from Karpenter\n| Karpenter metric | Longshore metric | read it as |\n|---|---|---|\n"
                     + "\n".join(
-                        f"| `{k}` | `{name}` | {note} |" for k, (name, note) in sorted(telemetry.KARPENTER_EQUIVALENTS.items())
+                        f"| `{k}` | `{name}` | {note} |" for k, (name, _, note) in sorted(telemetry.KARPENTER_EQUIVALENTS.items())
                     ),
                     width=FULL,
-                    height=7,
+                    height=9,
                 )
             ],
+            *self._karpenter_rows(s),
             [
                 graph("Pending pods", [
                     search(s, telemetry.PENDING_PODS, "Maximum", "pending"),

@@ -45,6 +45,7 @@ _EC2_LAUNCH: Final = (
     "ec2:DescribeInstanceTypes",
     "ec2:DescribeInstances",
     "ec2:DescribeLaunchTemplates",
+    "ec2:DescribePlacementGroups",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeSubnets",
@@ -58,8 +59,16 @@ _CLUSTER: Final = ("eks:DescribeCluster", "ssm:GetParameter")
 
 FUNCTION_ACTIONS: Final[Mapping[str, frozenset[str]]] = {
     # StartExecution/DescribeExecution: a Node deleted with kubectl is drained through the disruption workflow.
+    # DescribeCapacityReservations: the node classes' capacityReservationSelectorTerms (core.reservations).
     "provisioner": frozenset(
-        (*_TABLE, *_EC2_LAUNCH, *_CLUSTER, "states:DescribeExecution", "states:StartExecution")
+        (
+            *_TABLE,
+            *_EC2_LAUNCH,
+            *_CLUSTER,
+            "ec2:DescribeCapacityReservations",
+            "states:DescribeExecution",
+            "states:StartExecution",
+        )
     ),
     # DescribeInstanceStatus: node auto-repair reads the EC2 status checks.
     "planner": frozenset(

@@ -63,6 +63,7 @@ from longshore.core.claims import instance_id_of
 from longshore.core.commands import RotationRequest
 from longshore.core.model import ClusterConfig
 from longshore.core.pod_manifest import pod_from_manifest
+from longshore.core.reservations import drain_deadline
 from longshore.services.disruption import (
     PASS_INTERVAL_S,
     REPLACEMENT_TIMEOUT_S,
@@ -320,6 +321,9 @@ class PlannerCadence:
                 expires = (claim.launched_at or claim.created_at or now) + after
                 if expires > now:
                     wake = min(wake, expires)
+            block_drain = drain_deadline(claim.reservation_type, claim.reservation_end)  # a Capacity Block
+            if block_drain is not None and block_drain > now:
+                wake = min(wake, block_drain)
         return wake if math.isfinite(wake) else self.runner.end + PASS_INTERVAL_S
 
     def _next_window_change(self, now: float) -> float:
@@ -429,6 +433,18 @@ class ScenarioRunner:
                 unique_id="longshore-sim-crash",
             )
             world.cluster.observe(lambda _sample: self._observe())
+            for spec in self.scenario.capacity_reservations:
+                world.reservations.add(
+                    spec.instance_type,
+                    spec.zone,
+                    spec.count,
+                    id=spec.id,
+                    reservation_type=spec.type,
+                    instance_match_criteria=spec.instance_match_criteria,
+                    tags=dict(spec.tags),
+                    end=None if spec.ends_after is None else self.start + spec.ends_after,
+                    interruptible=spec.interruptible,
+                )
             for relative in self.scenario.workloads:
                 path = self.scenario.resolve(relative)
                 if not path.is_file():
@@ -597,6 +613,13 @@ class ScenarioRunner:
             note = f"t={step.at:g}s: apply {', '.join(created)}"
         elif step.unavailable is not None:
             note = self._make_unavailable(step)
+        elif step.reservation is not None:
+            world.reservations.expire(
+                step.reservation.id, "expired" if step.reservation.action == "expire" else "cancelled"
+            )
+            note = f"t={step.at:g}s: capacity reservation {step.reservation.id} " + (
+                "expired" if step.reservation.action == "expire" else "cancelled"
+            )
         elif step.crash is not None:
             if step.crash.point == "workflow-step-after-work":
                 world.step_crashes += step.crash.times

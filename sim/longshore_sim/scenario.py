@@ -74,6 +74,27 @@ class Unavailable(_Strict):
     error_code: str = Field("InsufficientInstanceCapacity", alias="errorCode")
 
 
+class CapacityReservation(_Strict):
+    """A capacity reservation of the simulated account (`reservations.ReservationStore`)."""
+
+    id: str
+    instance_type: str = Field(alias="instanceType")
+    zone: str
+    count: int = Field(ge=1)
+    type: Literal["default", "capacity-block"] = "default"
+    instance_match_criteria: Literal["open", "targeted"] = Field("targeted", alias="instanceMatchCriteria")
+    tags: dict[str, str] = Field(default_factory=dict)
+    ends_after: Duration | None = Field(None, alias="endsAfter")
+    interruptible: bool = False
+
+
+class ReservationChange(_Strict):
+    """A reservation ends early: `expire` or `cancel` (its instances run on as on-demand)."""
+
+    id: str
+    action: Literal["expire", "cancel"] = "expire"
+
+
 class Crash(_Strict):
     """Kill a function at a point: the provisioner in its next launch (the next run must recover), or the
     workflow-steps Lambda after the next `times` steps did their work but before they answered (Step
@@ -219,6 +240,7 @@ ACTIONS = (
     "dynamo_throttle",
     "lose_claim_table",
     "config",
+    "reservation",
 )
 
 
@@ -245,6 +267,7 @@ class Step(_Strict):
     dynamo_throttle: DynamoThrottle | None = Field(None, alias="dynamoThrottle")
     lose_claim_table: LoseClaimTable | None = Field(None, alias="loseClaimTable")
     config: ConfigChange | None = None
+    reservation: ReservationChange | None = None
     note: str | None = None
 
     @model_validator(mode="after")
@@ -285,6 +308,9 @@ class Scenario(_Strict):
     region: str = "us-east-1"
     cluster_name: str = Field("demo", alias="clusterName")
     workloads: list[str] = Field(default_factory=list)
+    capacity_reservations: list[CapacityReservation] = Field(
+        default_factory=list, alias="capacityReservations"
+    )
     boot_delay: Duration = Field(30.0, alias="bootDelay")
     tick: Duration = 1.0
     duration: Duration

@@ -155,6 +155,8 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
         from longshore.adapters.aws.instance_types import load_catalog
         from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
+        from longshore_sim.placement_groups import PlacementGroups
+        from longshore_sim.reservations import ReservationStore
 
         self._mock = mock_aws()
         self._mock.start()
@@ -195,6 +197,11 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
             )
             self.fleet = FleetEmulator(price_of=self._price_of).attach(self.ec2)
             self.throttle = ThrottleInjector().attach(self.ec2)
+            self.placement_groups = PlacementGroups().attach(self.ec2)  # moto has none
+            for node_class in self.config.node_classes:
+                if node_class.placement_group is not None and node_class.placement_group.name:
+                    self.placement_groups.ensure(node_class.placement_group.name)
+            self.reservations = ReservationStore(self.clock.now).attach(self.ec2)
             self.cluster.start()
             # botocore's own retries sleep in real time; on virtual time the patient layer retries alone
             self.dynamodb = session.client(

@@ -52,6 +52,7 @@ RESOURCES = {
 }
 CUSTOM_OBJECTS = {  # `self._custom` calls: the routes the adapter names
     "list_buffers": ("autoscaling.x-k8s.io", "capacitybuffers", "list"),
+    "write_buffer_status": ("autoscaling.x-k8s.io", "capacitybuffers/status", "patch"),
 }
 METHOD = re.compile(
     r"^(list|read|patch|replace|delete|create)_(?:namespaced_)?(\w+?)(?:_for_all_namespaces)?$"

@@ -171,6 +171,7 @@ def test_launches_and_tags_require_the_cluster_request_tag(synthesis: Synthesis)
                     "subnet/*",
                     "security-group/*",
                     "capacity-reservation/*",
+                    "placement-group/*",
                 }
 
 

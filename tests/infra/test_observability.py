@@ -209,3 +209,19 @@ def test_alarm_actions_notify_the_configured_topic_only(synthesis: Synthesis) ->
 def test_dashboard_can_be_left_out_keeping_the_alarms(synthesis: Synthesis) -> None:
     assert resources(synthesis.private, "AWS::CloudWatch::Dashboard") == {}
     assert len(resources(synthesis.private, "AWS::CloudWatch::Alarm")) == ALARMS
+
+
+def test_each_karpenter_metric_has_a_graph_titled_with_its_name_reading_its_longshore_metric(
+    synthesis: Synthesis,
+) -> None:
+    shown: dict[str, set[tuple[str, str]]] = {}
+    for title, entry in _dashboard_metrics(synthesis.demo):
+        match = SEARCH.match(entry[0]["expression"]) if "expression" in entry[0] else None
+        if match:
+            statistic = re.search(r"', '(\w+)', \d+\)$", entry[0]["expression"])
+            assert statistic is not None
+            shown.setdefault(title, set()).add((match.group(2), statistic.group(1)))
+    for karpenter, (metric, statistic, _) in telemetry.KARPENTER_EQUIVALENTS.items():
+        assert shown.get(karpenter) == {(metric, statistic)}, karpenter
+    (table,) = [w for w in _dashboard(synthesis.demo)["widgets"] if "Coming from Karpenter" in str(w)]
+    assert all(f"`{k}`" in table["properties"]["markdown"] for k in telemetry.KARPENTER_EQUIVALENTS)

@@ -156,3 +156,66 @@ def test_plan_without_pods_plans_the_pods_pending_in_the_cluster(
     assert result.exit_code == 0, result.output
     (claim,) = json.loads(result.output)["nodeclaims"]
     assert claim["instance_type"] == "m5.2xlarge" and claim["pods"] == ["default/burst"]
+
+
+BUFFER_CONFIG = """apiVersion: longshore.io/v1alpha1
+kind: Cluster
+metadata: {name: demo-cluster}
+spec: {region: us-east-1, poolSource: both}
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: small}
+template:
+  spec:
+    containers: [{name: pause, image: pause, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: autoscaling.x-k8s.io/v1alpha1
+kind: CapacityBuffer
+metadata: {name: spare}
+spec: {podTemplateRef: {name: small}, replicas: 1}
+"""
+
+
+def test_status_shows_config_file_and_cluster_buffers_and_plans_them_after_the_real_pods(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    # GIVEN the cluster above, a CapacityBuffer object (2 x 1 CPU from a PodTemplate in the cluster) and one
+    # in the config file (1 x 1 CPU from a PodTemplate of the file)
+    seed(emulator)
+    template = {
+        "spec": {"containers": [{"name": "p", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}
+    }
+    emulator.store.create(
+        "podtemplates", {"metadata": {"name": "warm", "namespace": "default"}, "template": template}
+    )
+    emulator.store.create(
+        "capacitybuffers",
+        {
+            "apiVersion": "autoscaling.x-k8s.io/v1alpha1",
+            "kind": "CapacityBuffer",
+            "metadata": {"name": "warm", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "warm"}, "replicas": 2},
+        },
+    )
+    config = tmp_path / "cluster.yaml"
+    config.write_text(BUFFER_CONFIG + "---\n" + CONFIG)
+    writes_before = [r for r in emulator.requests if r.method != "GET"]
+    # WHEN a user asks for the status with that config
+    report = status(emulator, tmp_path, "--config", str(config))
+    # THEN both buffers are listed, each with its source and where its virtual pods would go: the empty
+    # node n2 (4 CPU) holds all three, so nothing launches for them and n2 is no longer a disruption
+    rows = {row["name"]: row for row in report["buffers"]}
+    assert (
+        rows["default/spare"]["source"].startswith("--config:")
+        and rows["default/warm"]["source"] == "cluster"
+    )
+    assert [(r["replicas"], r["on_existing"], r["unplaced"]) for r in rows.values()] == [(1, 1, 0), (2, 2, 0)]
+    assert report["launch"]["fits_existing"] == 0  # virtual pods are not counted as pending pods
+    assert not any("n2" in text for text in report["disruption"]["decisions"])
+    assert "CapacityBuffer" in report["disruption"]["left_alone"]["n2"]
+    # AND the command wrote nothing (no status: only the provisioner writes)
+    assert [r for r in emulator.requests if r.method != "GET"] == writes_before
+    args = ["--kubeconfig", str(kubeconfig(emulator, tmp_path)), "--cluster-name", "demo-cluster"]
+    text = CliRunner().invoke(command, [*args, "--now", str(START), "--config", str(config)]).output
+    assert "capacity buffers:\n  default/spare (" in text

@@ -95,6 +95,12 @@ def test_pending_pods_get_nodes_and_the_nodes_are_registered_and_initialized(mak
     assert world.metrics.last(telemetry.CLUSTER_COST_PER_HOUR) == pytest.approx(
         sum(c.price or 0 for c in claims)
     )
+    # the per-pool gauges a Karpenter dashboard reads (docs/metrics.md): NodeClaims and Nodes by pool
+    pool = claims[0].nodepool
+    assert world.metrics.last(telemetry.NODECLAIMS, NodePool=pool) == len(claims)
+    by_type = {c.capacity_type for c in claims}
+    nodes = sum(world.metrics.last(telemetry.NODES, NodePool=pool, CapacityType=ct) or 0 for ct in by_type)
+    assert nodes == len(claims)
 
 
 def test_ec2_throttling_is_retried_with_backoff_and_still_launches_once(make_world: MakeWorld) -> None:

@@ -63,10 +63,23 @@ def test_the_shadow_cluster_reads_but_never_writes(caplog: pytest.LogCaptureFixt
     assert cluster.delete_pod("default", "web") is False
     assert cluster.delete_node("n1") is False
     cluster.post_event(KubeEvent(ObjectRef("Node", "n1"), "Test", "nothing"))
+    cluster.write_buffer_status("default", "warm", {"replicas": 1})
     assert [r.getMessage() for r in caplog.records] == [
         "shadow: would patch node",
         "shadow: would evict pod",
         "shadow: would delete pod",
         "shadow: would delete node",
         "shadow: would post event",
+        "shadow: would write CapacityBuffer status",
     ]
+
+
+def test_every_write_of_the_kube_adapter_is_replaced_in_shadow_mode() -> None:
+    from longshore.adapters.kube.cluster import KubeCluster
+
+    writes = {
+        name
+        for name in vars(KubeCluster)
+        if name.startswith(("patch_", "delete_", "evict_", "post_", "write_", "create_", "replace_"))
+    }
+    assert writes and writes <= set(vars(ShadowCluster)), writes - set(vars(ShadowCluster))

@@ -156,3 +156,6 @@ class ShadowCluster:
 
     def post_event(self, event: KubeEvent) -> None:
         log.info("shadow: would post event", extra={"reason": event.reason, "event_message": event.message})
+
+    def write_buffer_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        log.info("shadow: would write CapacityBuffer status", extra={"buffer": f"{namespace}/{name}"})

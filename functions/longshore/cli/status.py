@@ -6,10 +6,12 @@ the `karpenter.sh` NodePools and `karpenter.k8s.aws` EC2NodeClasses merged with 
 from the NodeClaim objects in the cluster (Karpenter's own, so a team can point it at a cluster Karpenter runs
 today), and asks the same pure code the functions run: the packing engine for the pods pending now, the
 disruption planner for every node. It prints the pools (source, readiness, nodes, $/h), what would be
-launched and what it costs, what would be disrupted and what it saves, and why every other node is left alone.
+launched and what it costs (CapacityBuffers' virtual pods included, planned after the real ones; each buffer,
+from the config file or the cluster, with where its virtual pods would go), what would be disrupted and what it saves, and why every other node is left alone.
 Nothing is written: no status, no Event, no AWS call (prices come from the shipped table unless `--live`).
 
-`--json` prints {"cluster", "pools": [...], "launch": {...}, "disruption": {...}, "cost_per_hour": {...}}.
+`--json` prints {"cluster", "pools": [...], "launch": {...}, "buffers": [...], "disruption": {...},
+"cost_per_hour": {...}}.
 Exit status: 0, or 2 for bad options or an invalid `--config`.
 """
 
@@ -66,10 +68,12 @@ def live_config(
 
 
 def _solve_pending(config: ClusterConfig, snapshot: Any) -> Any:
-    from longshore.core.scheduling import SchedulingInput, solve
+    """The provisioner's plan: the pending pods, then the CapacityBuffers' virtual pods (`buffer_pods`)."""
+    from longshore.core.scheduling import SchedulingInput
+    from longshore.services.buffer_pods import plan_with_buffers
 
     inp = snapshot.input
-    return solve(
+    return plan_with_buffers(
         SchedulingInput(
             pods=inp.pending,
             pools=config.pools_by_weight(),
@@ -80,11 +84,44 @@ def _solve_pending(config: ClusterConfig, snapshot: Any) -> Any:
             daemonsets=inp.daemonsets,
             unavailable=inp.unavailable,
             settings=config.settings,
-        )
+        ),
+        inp.buffers,
     )
 
 
-def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], snapshot: Any) -> dict[str, Any]:
+def _buffers_report(buffers: Any, plan: Any) -> list[dict[str, Any]]:
+    """Each CapacityBuffer (config file and cluster): where its virtual pods would go (`core.buffer_status`)."""
+    from longshore.core.buffer_status import Placement, describe
+
+    if buffers is None:
+        return []
+    placements = Placement.of(plan, buffers.resolved)
+    rows: list[dict[str, Any]] = []
+    for item in buffers.resolved:
+        placement = placements[item.buffer.key]
+        rows.append(
+            {
+                "name": item.buffer.key,
+                "source": item.buffer.origin or "cluster",
+                "ready": item.ready,
+                "reason": item.reason,
+                "replicas": len(item.pods),
+                "on_existing": placement.existing,
+                "on_new": placement.new,
+                "unplaced": placement.unplaced,
+                "summary": describe(item, placement),
+            }
+        )
+    for error in buffers.invalid:
+        rows.append({"name": error.buffer, "source": "cluster", "ready": False, "reason": str(error)})
+        rows[-1]["summary"] = f"{error.buffer} (cluster): not ready: {error}"
+    return rows
+
+
+def build_report(
+    config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], snapshot: Any, buffers: Any = None
+) -> dict[str, Any]:
+    """`buffers`: a `services.buffer_pods.BufferPass` read with the snapshot (None: no buffer section rows)."""
     from longshore.core.disruption import planner
     from longshore.services.disruption_events import describe_decision
 
@@ -117,6 +154,7 @@ def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], sna
         for (kind, _), v in sorted(invalid.items())
         if kind == "NodePool"
     ]
+    virtual = {p.key for p in inp.buffers}
     launch_cost = sum(c.price_per_hour for c in plan.new_claims)
     saved = sum(d.savings_per_hour for d in disruption.decisions)
     current = sum(n.price for n in inp.nodes)
@@ -136,9 +174,10 @@ def build_report(config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], sna
                 }
                 for c in plan.new_claims
             ],
-            "fits_existing": sum(len(p.pods) for p in plan.existing),
+            "fits_existing": sum(1 for p in plan.existing for key in p.pods if key not in virtual),
             "unschedulable": [{"pod": key, "reason": reason} for key, reason in plan.unschedulable],
         },
+        "buffers": _buffers_report(buffers, plan),
         "disruption": {
             "decisions": [describe_decision(d) for d in disruption.decisions],
             "left_alone": {
@@ -177,6 +216,10 @@ def _print(report: dict[str, Any]) -> None:
         )
     for item in launch["unschedulable"]:
         click.echo(f"  ! {item['pod']}: {item['reason']}")
+    if report["buffers"]:
+        click.echo("capacity buffers:")
+    for row in report["buffers"]:
+        click.echo(f"  {row['summary']}")
     disruption = report["disruption"]
     click.echo(f"disruption: {len(disruption['decisions'])} decision(s), saving ${cost['would_save']:.4f}/h")
     for text in disruption["decisions"]:
@@ -195,25 +238,28 @@ def _live_snapshot(
     store: ClaimStore | None,
     live: bool,
     now: float,
-) -> tuple[ClusterConfig, tuple[ObjectVerdict, ...], Any]:
+) -> tuple[ClusterConfig, tuple[ObjectVerdict, ...], Any, Any]:
     """Read the cluster once, as the functions do (see the module docstring); nothing is written."""
     from longshore.adapters.kube.cluster import KubeCluster
     from longshore.adapters.kube.karpenter import KubeKarpenterObjects
     from longshore.adapters.memory import MemoryOfferingAvailability
+    from longshore.services import buffer_pods
     from longshore.services.disruption_snapshot import take_snapshot
 
     objects = KubeKarpenterObjects(api)
     config, verdicts = live_config(config_paths, region, cluster_name, objects)
     claims = store if store is not None else cluster_claims(api)
+    cluster = KubeCluster(api, component="longshore-cli")
     snapshot = take_snapshot(
-        KubeCluster(api, component="longshore-cli"),
+        cluster,
         claims,
         MemoryOfferingAvailability(),
         load_catalog_for(config, live),
         config,
         now,
     )
-    return config, verdicts, snapshot
+    buffers = buffer_pods.read_buffers(buffer_pods.source_of(cluster, config), config)
+    return config, verdicts, snapshot, buffers
 
 
 def live_plan(
@@ -227,7 +273,7 @@ def live_plan(
 ) -> Any:
     """`longshore plan` without `--pods`: the plan for the pods pending now in a live cluster (read-only)."""
     api = kube_api_client(kubeconfig, kube_context, server, token)
-    config, _, snapshot = _live_snapshot(config_paths, region, cluster_name, api, None, False, time.time())
+    config, _, snapshot, _ = _live_snapshot(config_paths, region, cluster_name, api, None, False, time.time())
     return _solve_pending(config, snapshot)
 
 
@@ -258,8 +304,10 @@ def command(
     api = kube_api_client(kubeconfig, kube_context, server, token)
     store = claim_store(table, claims_file, region, api)
     now = now_epoch if now_epoch is not None else time.time()
-    config, verdicts, snapshot = _live_snapshot(config_paths, region, cluster_name, api, store, live, now)
-    report = build_report(config, verdicts, snapshot)
+    config, verdicts, snapshot, buffers = _live_snapshot(
+        config_paths, region, cluster_name, api, store, live, now
+    )
+    report = build_report(config, verdicts, snapshot, buffers)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

@@ -146,6 +146,8 @@ def command(files: tuple[Path, ...], region: str, cluster_name: str, as_json: bo
         out.print(pools_table(loaded))
         if not failed:
             count = sum(len(config.node_pools) for _, config in loaded)
-            out.print(f"[green]valid[/green]: {len(files)} file(s), {count} pool(s)")
+            buffers = sum(len(config.buffers) for _, config in loaded)
+            extra = f", {buffers} CapacityBuffer(s)" if buffers else ""
+            out.print(f"[green]valid[/green]: {len(files)} file(s), {count} pool(s){extra}")
     if failed:
         raise click.exceptions.Exit(INVALID_EXIT_CODE)

@@ -8,7 +8,9 @@ Rules:
   wins over a config document of the same kind and name (GitOps is the live source; the config entry it
   replaces is reported in `MergedConfig.shadowed`). Reading the cluster is opt-in so that a deployment that
   keeps its pools in the config makes no call for objects it does not use.
-  The Cluster document itself (name, region, settings, interruption) always comes from the config.
+  The Cluster document itself (name, region, settings, interruption) always comes from the config, and so
+  do the config file's CapacityBuffers and PodTemplates (the cluster's CapacityBuffers are read apart, by
+  `services.buffer_pods`).
 - Every cluster object is validated alone, with the same rules as `longshore validate` (it is loaded through
   `load_cluster_text`), an EC2NodeClass first and then each NodePool against the classes that are valid; a
   NodeOverlay needs nothing else. (Only pools and classes get a status written back: `services.karpenter_sync`.) An
@@ -137,6 +139,8 @@ def merge_cluster_objects(
             ObjectVerdict(v.kind, v.name, v.valid, v.message or reason, used=False) for v in verdicts.values()
         )
         return MergedConfig(base, fallback)
+    # CapacityBuffers and PodTemplates of the config file apply whatever poolSource says (`config.buffers`).
+    merged = dataclasses.replace(merged, buffers=base.buffers, buffer_templates=base.buffer_templates)
     return MergedConfig(_with_origins(merged, verdicts, source), tuple(verdicts.values()), shadowed)
 
 

@@ -12,7 +12,8 @@ Theory of operation: loading runs in stages, and each stage reports every proble
 3. *Relate*: across all documents, pool names and class names must be unique, every `providerRef` /
    `nodeClassRef` must name a class that exists (of a kind that dialect can refer to), and per-pool
    interruption overrides must name existing pools.
-4. *Normalise*: only when nothing above failed, build the `ClusterConfig` (see `config.normalise`).
+4. *Normalise*: only when nothing above failed, build the `ClusterConfig` (see `config.normalise`; the
+   CapacityBuffer and PodTemplate documents: `config.buffers`).
 
 Any error raises `ConfigErrors` with all of them; nothing is ever partly loaded. Without a Cluster document
 the cluster name, region and Kubernetes version come from the caller (the CLI's `--cluster-name`/`--region`).
@@ -31,6 +32,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from longshore.config import buffers as config_buffers
 from longshore.config import normalise, overlays
 from longshore.config.errors import ConfigError, ErrorSink, suggestion
 from longshore.config.includes import resolve_includes
@@ -266,6 +268,7 @@ def _load(
     node_overlays = overlays.overlays_of(
         [(v.document, v.model, _origin(v.document)) for v in validated], sink
     )
+    buffers, templates = config_buffers.buffers_of([(v.document, v.model) for v in validated], sink)
     caps = overlays.cost_caps([(v.document, v.model) for v in validated if v.schema.role == "pool"], sink)
     pools = overlays.attach(pools, node_overlays, caps)
     _relate(collected, validated, pools, classes, cluster_model, sink)
@@ -299,6 +302,8 @@ def _load(
             settings=normalise.settings(spec.settings),
             pool_source=spec.poolSource,
             node_overlays=node_overlays,
+            buffers=buffers,
+            buffer_templates=templates,
         )
     return ClusterConfig(
         name=cluster_name,
@@ -307,6 +312,8 @@ def _load(
         node_pools=tuple(pools),
         node_classes=tuple(classes),
         node_overlays=node_overlays,
+        buffers=buffers,
+        buffer_templates=templates,
     )
 
 
@@ -333,9 +340,7 @@ def _validate_cluster(document: Document | None, sink: ErrorSink) -> Cluster | N
 def _schema_for(document: Document, sink: ErrorSink) -> KindSchema | None:
     kind, api_version = document.data.get("kind"), document.data.get("apiVersion")
     if kind is None or api_version is None:
-        missing = " and ".join(
-            name for name, value in (("apiVersion", api_version), ("kind", kind)) if value is None
-        )
+        missing = " and ".join(n for n, v in (("apiVersion", api_version), ("kind", kind)) if v is None)
         sink.add(
             document.error((), f"the document has no {missing}; every document needs apiVersion and kind")
         )

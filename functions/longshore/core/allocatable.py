@@ -83,6 +83,14 @@ def efa_only_interfaces(node_class: NodeClass, card: int | None = 0) -> int:
     )
 
 
+def fits_network_interfaces(instance_type: InstanceType, node_class: NodeClass) -> bool:
+    """Whether the type can carry the node class's efa-only interfaces: no more of them than the EFAs it
+    supports (aws `pkg/providers/instancetype/compatibility` `networkInterfaceCheck`, case 5; the card and
+    device checks need network-card data the catalog does not keep)."""
+    wanted = efa_only_interfaces(node_class, card=None)
+    return wanted == 0 or instance_type.capacity.get("vpc.amazonaws.com/efa") >= wanted
+
+
 def eni_limited_pods(instance_type: InstanceType, reserved_enis: int = 0, efa_only: int = 0) -> int:
     """(ENIs - reserved - EFA-only) x (IPv4 per ENI - 1) + 2; falls back to the type's figure or 110.
 

@@ -3,11 +3,13 @@
 Theory of operation. A CapacityBuffer asks for N copies of a pod to be schedulable at any moment without a
 node launch. The pods are *virtual*: they exist only in Longshore's simulations, never in the cluster.
 
-- `parse_buffer` reads one object (from the cluster or a config document) and rejects what it cannot use with
-  a `BufferError` naming the object, the field and the value. Exactly one of `spec.podTemplateRef` and
+- `parse_buffer` reads one object (from the cluster, or a document of the cluster config file, whose
+  `origin` is then `file:line`) and rejects what it cannot use with a `BufferError` naming the object, the
+  field and the value. Exactly one of `spec.podTemplateRef` and
   `spec.scalableRef`; `provisioningStrategy` absent or `buffer.x-k8s.io/active-capacity` (the only one
   Longshore acts on); `replicas` and `percentage` non-negative integers; `limits` resource quantities.
-- `resolve` turns a buffer into its virtual pods. The pod is the PodTemplate's `template` (podTemplateRef)
+- `resolve` turns a buffer into its virtual pods. The pod is the PodTemplate's `template` (podTemplateRef;
+  a PodTemplate document of the config file, `BufferTemplate`, wins over the cluster's of the same name)
   or the referenced Deployment / ReplicaSet / StatefulSet's `spec.template` (scalableRef). The count:
   `replicas` if set; with `percentage` (scalableRef only), ceil(percentage x workload replicas / 100); with
   both, the larger; with neither, 1 for a podTemplateRef, 0 for a scalableRef. `limits` then caps the count:
@@ -65,6 +67,7 @@ class CapacityBuffer:
     replicas: int | None = None
     percentage: int | None = None
     limits: tuple[tuple[str, int], ...] = ()  # resource -> amount in the resource's base unit
+    origin: str = ""  # "file:line" of a config-file buffer; "" for an object in the cluster
 
     @property
     def key(self) -> str:
@@ -79,7 +82,7 @@ def _int(value: object, key: str, field: str) -> int | None:
     return value
 
 
-def parse_buffer(manifest: Mapping[str, Any]) -> CapacityBuffer:
+def parse_buffer(manifest: Mapping[str, Any], origin: str = "") -> CapacityBuffer:
     """A `CapacityBuffer` from its manifest; `BufferError` for anything Longshore cannot act on."""
     meta = manifest.get("metadata") or {}
     name = str(meta.get("name") or "")
@@ -124,7 +127,16 @@ def parse_buffer(manifest: Mapping[str, Any]) -> CapacityBuffer:
             limits.append((str(resource), parse_quantity(str(resource), amount)))
         except (QuantityError, ValueError) as error:
             raise BufferError(key, f"spec.limits.{resource}", str(error), amount) from None
-    return CapacityBuffer(namespace, name, template, scalable, replicas, percentage, tuple(limits))
+    return CapacityBuffer(namespace, name, template, scalable, replicas, percentage, tuple(limits), origin)
+
+
+@dataclass(frozen=True, slots=True)
+class BufferTemplate:
+    """A PodTemplate document of the cluster config file: the pod a config-file buffer's podTemplateRef names."""
+
+    namespace: str
+    name: str
+    pod: Pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +146,7 @@ class Resolved:
     buffer: CapacityBuffer
     pods: tuple[Pod, ...] = ()
     reason: str = ""
+    template_generation: int | None = None  # the PodTemplate's metadata.generation, when one was read
 
     @property
     def ready(self) -> bool:
@@ -166,15 +179,24 @@ def resolve(
     buffer: CapacityBuffer,
     pod_templates: Mapping[tuple[str, str], Mapping[str, Any]],
     workloads: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    config_templates: Mapping[tuple[str, str], Pod] | None = None,
 ) -> Resolved:
     """The buffer's virtual pods. `pod_templates` maps (namespace, name) to a PodTemplate object,
-    `workloads` maps (kind, namespace, name) to a Deployment / ReplicaSet / StatefulSet object."""
+    `workloads` maps (kind, namespace, name) to a Deployment / ReplicaSet / StatefulSet object,
+    `config_templates` (namespace, name) to the pod of a config-file PodTemplate (it wins)."""
     workload_replicas: int | None = None
+    generation: int | None = None
     if buffer.pod_template is not None:
+        configured = (config_templates or {}).get((buffer.namespace, buffer.pod_template))
+        if configured is not None:
+            count = desired_count(buffer, None, configured)
+            return Resolved(buffer, virtual_pods(buffer, configured, count))
         source = pod_templates.get((buffer.namespace, buffer.pod_template))
         if source is None:
             return Resolved(buffer, reason=f"PodTemplate {buffer.namespace}/{buffer.pod_template} not found")
         template = source.get("template")
+        raw = (source.get("metadata") or {}).get("generation")
+        generation = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
     else:
         assert buffer.scalable is not None
         ref = buffer.scalable
@@ -190,7 +212,7 @@ def resolve(
     except (PodManifestError, QuantityError, ValueError) as error:
         return Resolved(buffer, reason=f"unreadable pod template: {error}")
     count = desired_count(buffer, workload_replicas, base)
-    return Resolved(buffer, virtual_pods(buffer, base, count))
+    return Resolved(buffer, virtual_pods(buffer, base, count), template_generation=generation)
 
 
 def virtual_pods(buffer: CapacityBuffer, base: Pod, count: int) -> tuple[Pod, ...]:
@@ -222,11 +244,20 @@ def resolve_all(
     workloads: Mapping[tuple[str, str, str], Mapping[str, Any]],
 ) -> tuple[tuple[Resolved, ...], tuple[str, ...]]:
     """Every buffer's resolution, and the error of each manifest that could not be parsed."""
-    resolved: list[Resolved] = []
-    errors: list[str] = []
+    buffers, errors = parse_all(manifests)
+    resolved = [resolve(b, pod_templates, workloads) for b in buffers]
+    return tuple(sorted(resolved, key=lambda r: r.buffer.key)), tuple(str(e) for e in errors)
+
+
+def parse_all(
+    manifests: Sequence[Mapping[str, Any]],
+) -> tuple[tuple[CapacityBuffer, ...], tuple[BufferError, ...]]:
+    """Every manifest parsed, and the error of each that could not be (`BufferError.buffer` names it)."""
+    buffers: list[CapacityBuffer] = []
+    errors: list[BufferError] = []
     for manifest in manifests:
         try:
-            resolved.append(resolve(parse_buffer(manifest), pod_templates, workloads))
+            buffers.append(parse_buffer(manifest))
         except BufferError as error:
-            errors.append(str(error))
-    return tuple(sorted(resolved, key=lambda r: r.buffer.key)), tuple(errors)
+            errors.append(error)
+    return tuple(buffers), tuple(errors)

@@ -73,14 +73,35 @@ class Offering:
     price: float
     available: bool = True
     zone_id: str | None = None
+    reservation_id: str | None = None  # reserved offerings only (`core.reservations`)
+    reservation_type: str | None = None  # "default" | "capacity-block"
+    reservation_interruptible: bool | None = None  # an interruptible capacity reservation
 
     def allowed_by(self, requirements: Requirements) -> bool:
-        """Whether requirements on zone, zone-id and capacity type admit this offering."""
+        """Whether requirements on zone, zone-id, capacity type and capacity reservation admit this offering
+        (an offering outside any reservation has no reservation labels: it passes only requirements that
+        tolerate their absence)."""
         return (
             requirements.allows(wk.ZONE, self.zone)
             and requirements.allows(wk.CAPACITY_TYPE, self.capacity_type)
             and (self.zone_id is None or requirements.allows(wk.ZONE_ID, self.zone_id))
+            and _allows_optional(requirements, wk.CAPACITY_RESERVATION_ID, self.reservation_id)
+            and _allows_optional(requirements, wk.CAPACITY_RESERVATION_TYPE, self.reservation_type)
+            and _allows_optional(
+                requirements,
+                wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
+                None
+                if self.reservation_interruptible is None
+                else str(self.reservation_interruptible).lower(),
+            )
         )
+
+
+def _allows_optional(requirements: Requirements, key: str, value: str | None) -> bool:
+    item = requirements.get(key)
+    if item is None:
+        return True
+    return item.has(value) if value is not None else item.matches_absent()
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,11 @@ class NodeClaim:
     # `minValuesPolicy: BestEffort` lowered a `minValues` to launch it (None: the pool has none); shown as
     # Karpenter's `karpenter.sh/nodeclaim-min-values-relaxed` annotation
     min_values_relaxed: bool | None = None
+    # Capacity reservations (`core.reservations`): the reservation the instance runs in, its type, and for a
+    # capacity block its end (epoch seconds; the planner drains the node 40 min before it)
+    reservation_id: str | None = None
+    reservation_type: str | None = None
+    reservation_end: float | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -173,6 +178,11 @@ class LaunchOption:
     arch: str = "x86_64"  # "x86_64" | "arm64"
     accelerator: str = ""  # "" | "nvidia" | "neuron": picks the AMI variant
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
+    efa: int = 0  # EFA interfaces to attach: the type's vpc.amazonaws.com/efa when the claim requests it
+    reservation_id: str | None = None  # reserved options: the capacity reservation the launch targets
+    reservation_type: str | None = None  # "default" | "capacity-block"
+    reservation_end: float | None = None
+    reservation_interruptible: bool | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -291,6 +301,8 @@ class CloudInstance:
     nodepool: str | None = None
     created_at: float = 0.0  # the `longshore.io/created-at` tag (our clock), else EC2's LaunchTime
     image_id: str | None = None
+    reservation_id: str | None = None  # `CapacityReservationId` while the instance runs in a reservation
+    reservation_type: str | None = None  # "default" | "capacity-block" (`InstanceLifecycle: capacity-block`)
 
     @property
     def alive(self) -> bool:

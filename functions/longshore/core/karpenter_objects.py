@@ -30,6 +30,7 @@ from longshore.core import labels as wk
 from longshore.core.claims import NodeClaim, instance_id_of
 from longshore.core.commands import DisruptionCommand
 from longshore.core.model import Requirement
+from longshore.core.reservations import Reservation
 
 NODECLAIM_API_VERSION = "karpenter.sh/v1"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
@@ -141,6 +142,8 @@ def nodeclaim_object(
         (wk.INSTANCE_TYPE, claim.instance_type),
         (wk.ZONE, claim.zone),
         (wk.CAPACITY_TYPE, claim.capacity_type),
+        (wk.CAPACITY_RESERVATION_ID, claim.reservation_id),
+        (wk.CAPACITY_RESERVATION_TYPE, claim.reservation_type),
     ):
         if value:
             labels[key] = value
@@ -235,8 +238,10 @@ def pool_status(
     previous: Mapping[str, Any] | None,
     now: float,
     usage: PoolUsage | None = None,
+    reservations: tuple[Reservation, ...] | None = None,
 ) -> dict[str, Any]:
-    """The status of a NodePool (`class_ready` given) or an EC2NodeClass (`class_ready` None)."""
+    """The status of a NodePool (`class_ready` given) or an EC2NodeClass (`class_ready` None), with the
+    `capacityReservations` an EC2NodeClass selects when `reservations` is given."""
     wanted = [
         Condition("ValidationSucceeded", valid, "Valid" if valid else "Invalid", message if not valid else "")
     ]
@@ -254,6 +259,8 @@ def pool_status(
     wanted.append(Condition("Ready", ready, "Ready" if ready else "NotReady", problem))
     old = ((previous or {}).get("status") or {}).get("conditions") or ()
     status: dict[str, Any] = {"conditions": conditions(wanted, old, now)}
+    if reservations is not None:  # an EC2NodeClass that selects capacity reservations (Karpenter's status)
+        status["capacityReservations"] = [_reservation_status(r) for r in reservations]
     if usage is not None:
         status["resources"] = {
             "nodes": str(usage.nodes),
@@ -261,6 +268,13 @@ def pool_status(
             "memory": f"{usage.memory_bytes // 1024**2}Mi",
         }
     return status
+
+
+def _reservation_status(reservation: Reservation) -> dict[str, Any]:
+    entry = reservation.status()
+    if reservation.end_time is not None:
+        entry["endTime"] = datetime.fromtimestamp(reservation.end_time, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return entry
 
 
 def _epoch(stamp: Any) -> float | None:

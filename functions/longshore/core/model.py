@@ -14,9 +14,12 @@ Mappings are stored as sorted tuples of pairs so that every value is hashable an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from longshore.core.resources import EMPTY, Limits, Resources
+
+if TYPE_CHECKING:  # core.buffers builds on core.pods, which builds on this module
+    from longshore.core.buffers import BufferTemplate, CapacityBuffer
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -336,6 +339,8 @@ class ClusterConfig:
     settings: Settings = field(default_factory=Settings)
     pool_source: str = "config"  # or "cluster" | "both": where pools come from (`config.cluster_objects`)
     node_overlays: tuple[NodeOverlay, ...] = ()  # also on every pool (`NodePool.overlays`)
+    buffers: tuple[CapacityBuffer, ...] = ()  # CapacityBuffer documents of the config file (`core.buffers`)
+    buffer_templates: tuple[BufferTemplate, ...] = ()  # the PodTemplate documents of the config file
 
     def pool(self, name: str) -> NodePool:
         for pool in self.node_pools:

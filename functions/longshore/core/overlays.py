@@ -22,7 +22,10 @@ memory, ephemeral-storage and pods are refused by validation).
 (`Catalog.memo`) by overlays and pool labels, so provisioning, consolidation and the cost of the claims they
 produce all use the adjusted prices and capacity; `pool_view` is that view for a pool and AMI family (the
 in-flight claims' allocatable, consolidation's prices, `longshore catalog`). `price_of` prices an existing
-node from such a view.
+node from such a view. `tenancy_priced(catalog, requirements)` is the view with every offering at its
+dedicated-tenancy price (`core.pricing.dedicated_price`) when the requirements rule out the default tenancy
+(a pool limited to `karpenter.k8s.aws/instance-tenancy: dedicated`, whose nodes all launch dedicated), and the
+catalog itself otherwise; `pool_view` applies it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass, replace
 from longshore.core import labels as wk
 from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType
 from longshore.core.model import NodeOverlay, NodePool, Pairs
+from longshore.core.pricing import dedicated_price
 from longshore.core.requirements import Requirements
 from longshore.core.resources import Resources
 
@@ -135,6 +139,23 @@ def _overlaid(catalog: Catalog, overlays: tuple[NodeOverlay, ...], labels: Pairs
     return replace(catalog, instance_types=types)
 
 
+def tenancy_priced(catalog: Catalog, requirements: Requirements) -> Catalog:
+    """The catalog priced for the tenancy `requirements` leave: dedicated when they rule out `default`."""
+    if requirements.allows(wk.INSTANCE_TENANCY, "default"):
+        return catalog
+    return catalog.memo(("dedicated",), lambda: _dedicated(catalog))
+
+
+def _dedicated(catalog: Catalog) -> Catalog:
+    types: list[InstanceType] = []
+    for instance_type in catalog.instance_types:
+        clone = copy.copy(instance_type)  # only prices change: keep its computed requirements
+        offerings = tuple(replace(o, price=dedicated_price(o.price)) for o in instance_type.offerings)
+        object.__setattr__(clone, "offerings", offerings)
+        types.append(clone)
+    return replace(catalog, instance_types=tuple(types))
+
+
 def pool_view(catalog: Catalog, pool: NodePool, ami_family: str) -> Catalog:
     """The catalog as the pool's nodes of this AMI family see it: the family's view (`Catalog.for_family`)
     under the pool's overlays, matched with the labels its node template carries (as `build_template`)."""
@@ -142,7 +163,8 @@ def pool_view(catalog: Catalog, pool: NodePool, ami_family: str) -> Catalog:
     build = WINDOWS_BUILDS.get(ami_family)
     if build is not None:
         labels[wk.OS], labels[wk.WINDOWS_BUILD] = "windows", build
-    return overlaid(catalog.for_family(ami_family), pool.overlays, tuple(sorted(labels.items())))
+    view = overlaid(catalog.for_family(ami_family), pool.overlays, tuple(sorted(labels.items())))
+    return tenancy_priced(view, Requirements.of(pool.requirements))
 
 
 def price_of(catalog: Catalog, labels: Mapping[str, str]) -> float:

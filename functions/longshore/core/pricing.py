@@ -10,6 +10,14 @@ deterministic models below, and labelled as an estimate in the file's provenance
   "family|zone" with SHA-256, times +/-3 % per-type noise from hashing "type|zone". Same inputs, same numbers,
   on every machine.
 
+Dedicated tenancy (`karpenter.k8s.aws/instance-tenancy: dedicated`): the table holds shared-tenancy prices
+(Karpenter's and the Pricing API filter both ask for `Shared`), and Karpenter prices a dedicated node as shared.
+Longshore prices it at shared x `DEDICATED_FACTOR` (1.10), an *estimate*: AWS's Dedicated Instances on-demand
+list prices run about 10 % above the shared ones for current families (for example m5.large $0.106 against
+$0.096 per hour in us-east-1, from AWS's Dedicated Instances pricing page as we read it; no stored copy of
+that page could be consulted offline, so the factor is labelled an estimate and is one number for every type,
+region and capacity type). AWS's per-Region dedicated fee is per account, not per node, and is not counted.
+
 `PriceTable` answers `on_demand(region, type)` and `spot(region, type, zone)` and says where a number came from
 (`kind(region)`: "quote" or "estimate"). Live prices (the Pricing API, spot price history) replace table values in
 `adapters/aws/pricing.py` whenever AWS answers with plausible numbers.
@@ -41,6 +49,15 @@ SPOT_DISCOUNT_BANDS: dict[str, tuple[float, float]] = {
     "default": (0.55, 0.75),
 }
 SPOT_NOISE = 0.03
+
+#: Dedicated-tenancy price over the shared one (an estimate: see the module docstring).
+DEDICATED_FACTOR = 1.10
+
+
+def dedicated_price(shared: float) -> float:
+    """The estimated hourly price of a dedicated-tenancy node whose shared-tenancy price is `shared`."""
+    return round(shared * DEDICATED_FACTOR, 6)
+
 
 _CATEGORY = re.compile(r"^([a-z]+)")
 

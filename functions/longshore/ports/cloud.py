@@ -22,6 +22,7 @@ from longshore.core.claims import (
 )
 from longshore.core.disruption.state import InstanceStatus
 from longshore.core.model import NodeClass, NodePool
+from longshore.core.reservations import Reservation
 
 
 class Launcher(Protocol):
@@ -98,4 +99,18 @@ class InstanceStatuses(Protocol):
     def statuses(self, instance_ids: Iterable[str]) -> Mapping[str, InstanceStatus]:
         """EC2's status checks and scheduled events of the running instances among `instance_ids`; ids without a
         status (unknown, not running, or the call failed) are left out, so they look healthy."""
+        ...
+
+
+class CapacityReservations(Protocol):
+    """The capacity reservations node classes select (`core.reservations`)."""
+
+    def list(self, node_class: NodeClass, now: float) -> tuple[Reservation, ...]:
+        """The active reservations `node_class.capacity_reservation_selector_terms` select in the node class's
+        zones, each with its room as last read or since decremented, and its state at `now`; () when the node
+        class selects none. Never raises for an EC2 error: it logs it and answers what it last knew (or ())."""
+        ...
+
+    def mark_launched(self, reservation_id: str) -> None:
+        """One instance was launched into the reservation: its room shrinks by one until the next read."""
         ...

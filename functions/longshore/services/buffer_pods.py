@@ -10,18 +10,23 @@ pods nothing can hold get no Event (they are not in the cluster).
 Refill needs no state: the scheduler binds a real pod onto a warm node, the next pass finds the virtual
 pods no longer fit there, and launches for them.
 
-`BufferSource` is where the objects come from (the cluster's CapacityBuffers, PodTemplates and workloads);
-a provisioner built without one has no buffers.
+Where buffers come from (`read_buffers`): the cluster's CapacityBuffer objects when `poolSource` is `cluster`
+or `both`, and the CapacityBuffer documents of the config file (`ClusterConfig.buffers`) whatever it is; an
+object in the cluster wins over a config-file buffer of the same namespace and name. PodTemplates: the config
+file's first (`ClusterConfig.buffer_templates`), then the cluster's; workloads always from the cluster. The
+cluster is asked for PodTemplates and workloads only when a buffer needs them. `BufferSource` is the cluster
+side; a provisioner built without one uses the config-file buffers with config-file PodTemplates only.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-from longshore.core.buffers import Resolved, is_virtual, resolve_all
+from longshore.core.buffers import BufferError, Resolved, is_virtual, parse_all, resolve
+from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput, solve
 
@@ -43,27 +48,61 @@ class BufferSource(Protocol):
         ...
 
 
-def source_of(cluster: object, pool_source: str) -> BufferSource | None:
-    """CapacityBuffers are read from the cluster with its NodePools (`poolSource` cluster or both)."""
-    if pool_source == "config" or not isinstance(cluster, BufferSource):
+@dataclass(frozen=True, slots=True)
+class BufferPass:
+    """One read of every buffer: the resolutions, the cluster objects that could not be parsed, and the
+    cluster objects by `namespace/name` (their current `status`, for `services.buffer_status`)."""
+
+    resolved: tuple[Resolved, ...] = ()
+    invalid: tuple[BufferError, ...] = ()
+    objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def source_of(cluster: object, config: ClusterConfig) -> BufferSource | None:
+    """The cluster as a buffer source: when `poolSource` reads it (`cluster`, `both`) or the config file has
+    buffers (whose PodTemplates and workloads may live there)."""
+    if not isinstance(cluster, BufferSource):
+        return None
+    if config.pool_source == "config" and not config.buffers:
         return None
     return cluster
 
 
-def resolve_buffers(source: BufferSource | None) -> tuple[Resolved, ...]:
-    """Every buffer's resolution; invalid buffers are logged and skipped."""
-    if source is None:
-        return ()
-    manifests = source.list_buffers()
-    if not manifests:
-        return ()
-    resolved, errors = resolve_all(manifests, source.pod_templates(), source.workloads())
-    for error in errors:
-        log.warning("invalid CapacityBuffer ignored", extra={"error": error})
+def _key(manifest: Mapping[str, Any]) -> str:
+    meta = manifest.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
+def read_buffers(source: BufferSource | None, config: ClusterConfig) -> BufferPass:
+    """Every buffer's resolution (see the module docstring); invalid and unready buffers are logged."""
+    manifests = source.list_buffers() if source is not None and config.pool_source != "config" else []
+    parsed, invalid = parse_all(manifests)
+    chosen = {b.key: b for b in config.buffers}
+    chosen.update({b.key: b for b in parsed})
+    objects = {_key(m): m for m in manifests}
+    for error in invalid:
+        log.warning("invalid CapacityBuffer ignored", extra={"error": str(error)})
+    if not chosen:
+        return BufferPass((), invalid, objects)
+    configured = {(t.namespace, t.name): t.pod for t in config.buffer_templates}
+    buffers = sorted(chosen.values(), key=lambda b: b.key)
+    templates: Mapping[tuple[str, str], Mapping[str, Any]] = {}
+    workloads: Mapping[tuple[str, str, str], Mapping[str, Any]] = {}
+    if source is not None:
+        if any(b.pod_template and (b.namespace, b.pod_template) not in configured for b in buffers):
+            templates = source.pod_templates()
+        if any(b.scalable is not None for b in buffers):
+            workloads = source.workloads()
+    resolved = tuple(resolve(b, templates, workloads, configured) for b in buffers)
     for item in resolved:
         if not item.ready:
             log.warning("CapacityBuffer not ready", extra={"buffer": item.buffer.key, "reason": item.reason})
-    return resolved
+    return BufferPass(resolved, invalid, objects)
+
+
+def resolve_buffers(source: BufferSource | None, config: ClusterConfig) -> tuple[Resolved, ...]:
+    """Every buffer's resolution (`read_buffers`)."""
+    return read_buffers(source, config).resolved
 
 
 def virtual_pods(resolved: tuple[Resolved, ...]) -> tuple[Pod, ...]:

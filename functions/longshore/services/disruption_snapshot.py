@@ -38,6 +38,7 @@ from longshore.core.drain import DISRUPTED_TAINT_KEY
 from longshore.core.model import ClusterConfig, NodeClass, Operator, Requirement
 from longshore.core.overlays import pool_view, price_of
 from longshore.core.pods import LabelSelector
+from longshore.core.reservations import drain_deadline
 from longshore.core.scheduling import ExistingNode
 from longshore.ports.cloud import InstanceStatuses
 from longshore.ports.kube import Cluster, Manifest
@@ -105,6 +106,8 @@ def pdb_view(manifest: Manifest) -> PdbView | None:
 
 
 def _price(claim: NodeClaim, labels: Mapping[str, str], catalog: Catalog, config: ClusterConfig) -> float:
+    if claim.reservation_id and claim.price is not None:  # reserved: what it was launched at, nearly free
+        return claim.price
     pool = next((p for p in config.node_pools if p.name == claim.nodepool), None)
     if (
         pool is not None and pool.overlays
@@ -242,6 +245,7 @@ def take_snapshot(
                 image_id=claim.image_id,
                 conditions=snap.node_conditions(manifest),
                 instance_status=statuses.get(claim.instance_id or ""),
+                reservation_drain_at=drain_deadline(claim.reservation_type, claim.reservation_end),
             )
         )
     tracker.forget_except(n.name for n in managed)
@@ -264,7 +268,7 @@ def take_snapshot(
         in_flight=in_flight,
         current_images=current_images,
         buffers=buffer_pods.virtual_pods(
-            buffer_pods.resolve_buffers(buffer_pods.source_of(cluster, config.pool_source))
+            buffer_pods.resolve_buffers(buffer_pods.source_of(cluster, config), config)
         ),
     )
     return Snapshot(

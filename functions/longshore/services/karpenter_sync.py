@@ -33,6 +33,7 @@ from longshore.core.karpenter_objects import (
     nodeclaim_object,
     pool_status,
 )
+from longshore.core.reservations import Reservation
 from longshore.ports.clock import Clock
 from longshore.ports.karpenter import KarpenterObjects, Kind
 from longshore.ports.kube import KubeEvent, ObjectRef
@@ -68,8 +69,14 @@ class KarpenterObjectSync:
         self._events = events
         self._clock = clock
 
-    def publish_pools(self, verdicts: Sequence[ObjectVerdict], usage: Mapping[str, PoolUsage]) -> int:
-        """Write the status of every judged pool and class; returns how many statuses were written."""
+    def publish_pools(
+        self,
+        verdicts: Sequence[ObjectVerdict],
+        usage: Mapping[str, PoolUsage],
+        reserved: Mapping[str, tuple[Reservation, ...]] | None = None,
+    ) -> int:
+        """Write the status of every judged pool and class (with the capacity reservations of the classes in
+        `reserved`); returns how many statuses were written."""
         now = self._clock.now()
         current: dict[tuple[str, str], dict[str, Any]] = {}
         kinds: tuple[Kind, ...] = ("NodePool", "EC2NodeClass")
@@ -96,6 +103,7 @@ class KarpenterObjectSync:
                 obj,
                 now,
                 usage.get(verdict.name) if class_ready is not None else None,
+                (reserved or {}).get(verdict.name) if verdict.kind == "EC2NodeClass" else None,
             )
             if not _status_differs(obj, status):
                 continue
@@ -150,6 +158,7 @@ def publish(
     verdicts: Sequence[ObjectVerdict],
     workflow: DisruptionWorkflow | None,
     now: float,
+    reserved: Mapping[str, tuple[Reservation, ...]] | None = None,
 ) -> ClaimSync:
     """One provisioner invocation's update of Karpenter's objects: pool and class status (with each pool's
     node count), a NodeClaim per launched claim, and the disruption of every NodeClaim a user deleted
@@ -159,7 +168,7 @@ def publish(
         if claim.state in ("launched", "registered", "initialized"):
             seen = usage.get(claim.nodepool, PoolUsage())
             usage[claim.nodepool] = PoolUsage(seen.nodes + 1, seen.cpu_millis, seen.memory_bytes)
-    sync.publish_pools(verdicts, usage)
+    sync.publish_pools(verdicts, usage, reserved)
     synced = sync.publish_claims(claims)
     if synced.deleting and workflow is not None:  # `kubectl delete nodeclaim`
         disrupt_deleted(workflow, claims, synced.deleting, now)

@@ -258,6 +258,8 @@ class ClaimLauncher:
             claim_id=claim.id,
             nodepool=pool,
             created_at=now,
+            reservation_id=first.reservation_id,
+            reservation_type=first.reservation_type,
         )
         launched = self._record_launched(
             claim, instance, request.options, outcome.launch_template, outcome.image_id
@@ -375,7 +377,8 @@ class ClaimLauncher:
         """Record the instance on the claim, only if nobody changed the claim since we last wrote it (None then:
         another run took the launch over; with the ClientToken repeated on takeover, it holds this instance)."""
         key = (instance.instance_type, instance.zone, instance.capacity_type)
-        price = next((o.price for o in options if o.key == key), claim.price)
+        chosen = next((o for o in options if o.key == key), None)
+        price = chosen.price if chosen is not None else claim.price
         launched = transition(
             claim,
             "launched",
@@ -389,5 +392,10 @@ class ClaimLauncher:
             launch_template=template or claim.launch_template,
             launched_at=instance.created_at or claim.created_at,
             attempt_until=None,
+            reservation_id=instance.reservation_id,
+            reservation_type=instance.reservation_type,
+            reservation_end=chosen.reservation_end
+            if chosen is not None and instance.reservation_id
+            else None,
         )
         return self._store.compare_and_put(launched)

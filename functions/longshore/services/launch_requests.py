@@ -4,7 +4,8 @@ Theory of operation: a `ClaimPlan` already lists every (type, zone, capacity typ
 cheapest first. Each becomes a `LaunchOption` carrying what the launch template needs for that type: the
 architecture and accelerator (they pick the AMI) and the kubelet values the engine assumed when it computed the
 type's allocatable (max pods, kube-reserved), which the user data passes to the kubelet so the node reports the
-room the plan counted on. The claim id is deterministic (`claim_id_for(pool, pods, generation)`), so a retried
+room the plan counted on, and, when the claim's pods request `vpc.amazonaws.com/efa`, the type's EFA count
+(the EFA interfaces its launch template attaches; Karpenter `amifamily/resolver.go` `efaCount`). The claim id is deterministic (`claim_id_for(pool, pods, generation)`), so a retried
 pass that plans the same pods computes the same id and the store's conditional write makes the launch happen
 once. The record carries the planned offering, so until EC2 answers, the next plan counts the claim as an
 in-flight node of that type.
@@ -22,6 +23,7 @@ from longshore.core.model import ClusterConfig
 from longshore.core.scheduling import ClaimPlan
 
 _ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+EFA = "vpc.amazonaws.com/efa"
 
 
 def accelerator_of(instance_type: InstanceType) -> str:
@@ -48,6 +50,15 @@ def kubelet_settings(instance_type: InstanceType, pool_name: str, config: Cluste
     )
 
 
+def efa_interfaces(instance_type: InstanceType, pool_name: str, config: ClusterConfig) -> int:
+    """The EFA devices a node of this type in this pool offers (`vpc.amazonaws.com/efa` capacity)."""
+    pool = config.pool(pool_name)
+    node_class = config.node_class_of(pool)
+    return node_capacity(instance_type, pool.effective_kubelet(node_class), node_class, config.settings).get(
+        EFA
+    )
+
+
 def launch_request(
     plan: ClaimPlan, catalog: Catalog, config: ClusterConfig, now: float, generation: int | str = 0
 ) -> LaunchRequest:
@@ -66,6 +77,7 @@ def launch_request(
         pods=plan.pods,
         min_values_relaxed=plan.min_values_relaxed,
     )
+    wants_efa = plan.requests.get(EFA) > 0
     settings: dict[str, KubeletSettings] = {}
     options: list[LaunchOption] = []
     for offering in plan.offerings:
@@ -83,6 +95,11 @@ def launch_request(
                 arch=_ARCH.get(instance_type.arch, instance_type.arch),
                 accelerator=accelerator_of(instance_type),
                 kubelet=settings[offering.instance_type],
+                efa=efa_interfaces(instance_type, plan.nodepool, config) if wants_efa else 0,
+                reservation_id=offering.reservation_id,
+                reservation_type=offering.reservation_type,
+                reservation_end=offering.reservation_end,
+                reservation_interruptible=offering.reservation_interruptible,
             )
         )
     return LaunchRequest(claim=claim, options=tuple(options), labels=_claim_labels(plan))
@@ -91,7 +108,16 @@ def launch_request(
 def _claim_labels(plan: ClaimPlan) -> tuple[tuple[str, str], ...]:
     """Labels the node registers with beyond the pool's: the plan's single-valued requirements that are not
     decided by the launch itself (type, zone and capacity type come from the offering EC2 picks)."""
-    decided_at_launch = {wk.INSTANCE_TYPE, wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID, wk.HOSTNAME}
+    decided_at_launch = {
+        wk.INSTANCE_TYPE,
+        wk.ZONE,
+        wk.CAPACITY_TYPE,
+        wk.ZONE_ID,
+        wk.HOSTNAME,
+        wk.CAPACITY_RESERVATION_ID,
+        wk.CAPACITY_RESERVATION_TYPE,
+        wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
+    }
     labels: Mapping[str, str] = {**plan.requirements.single_values(), **dict(plan.labels)}
     return tuple(
         sorted(

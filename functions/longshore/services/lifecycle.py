@@ -64,6 +64,7 @@ from longshore.ports.kube import Cluster, NodePatch
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore
 from longshore.ports.workflow import DisruptionWorkflow
+from longshore.services.reservation_sync import relabel_left_reservations
 from longshore.services.snapshot import node_ready, node_taints, provider_id_of
 
 log = logging.getLogger(__name__)
@@ -213,6 +214,7 @@ class Lifecycle:
         orphans = self._collect_orphans(owned, survivors, node_by_instance, now) if check_cloud else ()
         if check_cloud:
             self._release_abandoned(observed, current, owned)
+            relabel_left_reservations(self._cluster, self._store, observed, by_id, survivors)
         after = self._store.list() if changed else current
         return LifecycleOutcome(tuple(actions), tuple(terminated), orphans, after, check_cloud)
 

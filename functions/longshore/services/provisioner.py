@@ -42,21 +42,24 @@ from longshore.core import telemetry
 from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
+from longshore.core.fleet_metrics import fleet_gauges
 from longshore.core.model import ClusterConfig
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher
 from longshore.ports.kube import Cluster, ClusterUnavailableError
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import buffer_pods, snapshot
 from longshore.services.batching import collect_batch
+from longshore.services.buffer_status import BufferReporter, BufferStatusWriter
 from longshore.services.invocation import InvocationReport, Stopped
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
 from longshore.services.provisioner_events import PodEvents
+from longshore.services.reservation_sync import reservations_by_class
 from longshore.services.static_pools import StaticOutcome, StaticPools
 
 log = logging.getLogger(__name__)
@@ -163,14 +166,19 @@ class ProvisionerService:
         settings: ProvisionerSettings | None = None,
         workflow: DisruptionWorkflow | None = None,
         buffers: buffer_pods.BufferSource | None = None,
+        reservations: CapacityReservations | None = None,
     ) -> None:
+        self._reservations = reservations  # capacity reservations (`core.reservations`)
         self._cluster = cluster
         self._store = store
         self._offerings = offerings
         self._lease = lease
         self._launcher = launcher
         self._catalog = catalog
-        self._buffers = buffers  # CapacityBuffers (`services.buffer_pods`)
+        self._buffers = buffers  # CapacityBuffers (`services.buffer_pods`), their state (`buffer_status`)
+        self._buffer_report = BufferReporter(
+            buffers if isinstance(buffers, BufferStatusWriter) else None, metrics
+        )
         self._config = config
         self._clock = clock
         self._metrics = metrics
@@ -230,15 +238,17 @@ class ProvisionerService:
         first = [m for m in unbound if snapshot.provisionable_manifest(m)]
         now = self._clock.now()
         awaiting = sum(snapshot.awaiting_verdict(m, now, self.settings.verdict_wait_s) for m in unbound)
-        virtual = buffer_pods.virtual_pods(buffer_pods.resolve_buffers(self._buffers))
+        buffers = buffer_pods.read_buffers(self._buffers, self._config)
+        virtual = buffer_pods.virtual_pods(buffers.resolved)
         if not first and not virtual:
             self._settled = None
             self._emit_gauges(pending=(), claims=lifecycle.claims)
+            self._buffer_report.report(buffers, None, now)
             return PassResult("idle", started, lifecycle=lifecycle, awaiting=awaiting)
         if self._is_settled(first, lifecycle):
             return PassResult("settled", started, pending=len(first), lifecycle=lifecycle, awaiting=awaiting)
         if not first:  # only buffers to keep: nothing to batch
-            return self._plan_and_launch(started, lifecycle, 0.0, virtual)
+            return self._plan_and_launch(started, lifecycle, 0.0, buffers)
         window = collect_batch(
             lambda: [snapshot.pod_uid(m) for m in self._provisionable()],
             self._clock,
@@ -249,7 +259,7 @@ class ProvisionerService:
         if window.waited_s > 0 and not self._take_lease():
             log.warning("lost the provisioner lease while batching", extra={"owner": self.owner})
             return PassResult("lease-lost", started, lifecycle=lifecycle)
-        return self._plan_and_launch(started, lifecycle, window.waited_s, virtual)
+        return self._plan_and_launch(started, lifecycle, window.waited_s, buffers)
 
     def _provisionable(self) -> list[Mapping[str, Any]]:
         return [m for m in self._cluster.list_pending_pods() if snapshot.provisionable_manifest(m)]
@@ -276,15 +286,8 @@ class ProvisionerService:
             self._cloud_checked_at = now
         return outcome
 
-    def _provisionable_uids(self) -> list[str]:
-        return [
-            snapshot.pod_uid(m)
-            for m in self._cluster.list_pending_pods()
-            if snapshot.provisionable_manifest(m)
-        ]
-
     def _plan_and_launch(
-        self, started: float, lifecycle: LifecycleOutcome, batch_s: float, virtual: tuple[Pod, ...] = ()
+        self, started: float, lifecycle: LifecycleOutcome, batch_s: float, buffers: buffer_pods.BufferPass
     ) -> PassResult:
         clock_started = time.perf_counter()
         now = self._clock.now()
@@ -313,9 +316,11 @@ class ProvisionerService:
                 daemonsets=daemonsets,
                 unavailable=unavailable,
                 settings=self._config.settings,
+                reservations=reservations_by_class(self._reservations, self._config, now),
             ),
-            virtual,
+            buffer_pods.virtual_pods(buffers.resolved),
         )
+        self._buffer_report.report(buffers, plan, now)
         decision_ms = (time.perf_counter() - clock_started) * 1000.0
         self._metrics.emit(telemetry.DECISION_LATENCY_MS, decision_ms, "Milliseconds")
         log.info(
@@ -373,6 +378,12 @@ class ProvisionerService:
                 request = launch_request(claim_plan, catalog, self._config, now, generation=repr(now))
                 result = self._launcher.launch(request, self._clock.now())
             self._emit_launch_metrics(result)
+            launched = result.claim
+            reserved = (
+                launched.reservation_id if launched is not None and result.status == "launched" else None
+            )
+            if reserved and self._reservations is not None:
+                self._reservations.mark_launched(reserved)
             yield _outcome(result, claim_plan.nodepool)
 
     def _emit_launch_metrics(self, result: LaunchResult) -> None:
@@ -387,15 +398,8 @@ class ProvisionerService:
         self._metrics.emit(telemetry.PENDING_PODS, float(len(pending_list)))
         too_long = sum(1 for p in pending_list if _age(p, now) >= PENDING_TOO_LONG_S)
         self._metrics.emit(telemetry.PODS_PENDING_OVER_10_MIN, float(too_long))
-        per_pool: dict[str, float] = {}
-        for claim in claims:
-            if claim.instance_id and claim.state != "deleting":
-                per_pool[claim.nodepool] = per_pool.get(claim.nodepool, 0.0) + (claim.price or 0.0)
-        self._metrics.emit(telemetry.CLUSTER_COST_PER_HOUR, round(sum(per_pool.values()), 6), "None")
-        for pool, cost in sorted(per_pool.items()):
-            self._metrics.emit(
-                telemetry.NODEPOOL_COST_PER_HOUR, round(cost, 6), "None", {telemetry.DIM_NODEPOOL: pool}
-            )
+        for name, value, unit, dimensions in fleet_gauges(claims):  # cost, NodeClaims, Nodes per pool
+            self._metrics.emit(name, value, unit, dimensions or None)
 
 
 def _fingerprint(

@@ -21,7 +21,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.karpenter_objects import ObjectVerdict
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
@@ -29,6 +29,7 @@ from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import buffer_pods
 from longshore.services.karpenter_sync import KarpenterObjectSync, publish
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
+from longshore.services.reservation_sync import reservations_by_class
 from longshore.wiring.container import Container
 from longshore.wiring.runtime import Runtime
 
@@ -53,6 +54,7 @@ class ProvisionerRuntime:
     karpenter: KarpenterObjectSync | None = None
     workflow: DisruptionWorkflow | None = None  # drains deleted Nodes; None: no state machine ARN configured
     verdicts: tuple[ObjectVerdict, ...] = field(default=())
+    reservations: CapacityReservations | None = None  # the node classes' capacity reservations
 
     def service(self, owner: str, settings: ProvisionerSettings | None = None) -> ProvisionerService:
         return ProvisionerService(
@@ -69,7 +71,8 @@ class ProvisionerRuntime:
             owner=owner,
             settings=settings or ProvisionerSettings.from_config(self.config),
             workflow=self.workflow,
-            buffers=buffer_pods.source_of(self.cluster, self.config.pool_source),
+            buffers=buffer_pods.source_of(self.cluster, self.config),
+            reservations=self.reservations,
         )
 
     def publish_objects(self) -> None:
@@ -78,7 +81,9 @@ class ProvisionerRuntime:
         if self.karpenter is None:
             return
         try:
-            publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, self.clock.now())
+            now = self.clock.now()
+            reserved = dict(reservations_by_class(self.reservations, self.config, now, static_too=True))
+            publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, now, reserved)
         except Exception as error:  # the next invocation writes them again
             log.warning("could not update Karpenter's objects", extra={"error": str(error)})
 
@@ -102,6 +107,7 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         karpenter=KarpenterObjectSync(wiring.karpenter_objects, cluster, wiring.clock),
         verdicts=wiring.pool_verdicts,
         workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
+        reservations=wiring.reservations,
     )
 
 

@@ -42,7 +42,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher
 from longshore.ports.karpenter import KarpenterObjects
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from longshore.adapters.aws.userdata import ClusterInfo
     from longshore.config.settings import RuntimeSettings
     from longshore.core.catalog import Catalog
-    from longshore.core.model import ClusterConfig
+    from longshore.core.model import ClusterConfig, NodeClass
     from longshore.services.disruption import SurgeWorkflow
 
 CONFIG_MAX_AGE_S = 0  # read at every invocation: a changed config takes effect at the next one
@@ -406,6 +406,21 @@ class Runtime:
             instances=self.instances,
             clock=self.clock,
         )
+
+    @cached_property
+    def reservations(self) -> CapacityReservations:
+        """The node classes' capacity reservations (DescribeCapacityReservations, cached 60 s per term)."""
+        from longshore.adapters.aws.network import select_subnets
+        from longshore.adapters.aws.reservations import Ec2CapacityReservations
+
+        ec2 = self.client("ec2")
+
+        def zones(node_class: NodeClass) -> frozenset[str]:
+            return frozenset(
+                s.zone for s in select_subnets(ec2, node_class.subnet_selector_terms, node_class.name)
+            )
+
+        return Ec2CapacityReservations(ec2, zones)
 
     @cached_property
     def subnet_zones(self) -> tuple[str, ...]:

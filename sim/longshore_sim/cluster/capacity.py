@@ -6,7 +6,9 @@ catches the engine's mistakes instead of agreeing with them:
 - memory = MemoryInfo.SizeInMiB x (1 - 0.06), rounded down to whole MiB, minus 64 MiB more on arm64 (the
   kernel and firmware reservation a booted node really loses, not the engine's 7.5 % guess);
 - pods = the bootstrap's max-pods, or the AMI's ENI formula (ENIs x (IPv4 per ENI - 1) + 2) when it has none;
-- ephemeral-storage = the root volume (20 GiB unless told otherwise); nvidia.com/gpu = the NVIDIA GPU count.
+- ephemeral-storage = the root volume (20 GiB unless told otherwise); nvidia.com/gpu = the NVIDIA GPU count;
+- vpc.amazonaws.com/efa = the EFA devices attached at launch (the launch template's `efa` and `efa-only`
+  interfaces), what the EFA device plugin advertises; none without them, whatever the type supports.
 Allocatable = capacity - kube-reserved - system-reserved - eviction-hard (memory.available and
 nodefs.available, each a quantity or a percentage of the memory or ephemeral-storage capacity). When the
 bootstrap does not set kube-reserved or eviction-hard, the EKS AMI's own defaults apply: cpu 6 % of the
@@ -83,6 +85,7 @@ def node_shape(
     *,
     image_arch: str | None = None,
     root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+    efa_devices: int = 0,
 ) -> NodeShape:
     """Capacity and allocatable for a node of `instance_type` (a DescribeInstanceTypes entry)."""
     arch = architecture(instance_type, image_arch)
@@ -106,6 +109,7 @@ def node_shape(
             "pods": max_pods,
             "ephemeral-storage": ephemeral,
             "nvidia.com/gpu": gpus,
+            "vpc.amazonaws.com/efa": efa_devices,
         }
     )
     kube_reserved = (

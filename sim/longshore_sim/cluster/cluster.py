@@ -132,8 +132,10 @@ class SimulatedCluster:
         events.register("after-call.ec2.TerminateInstances", self._after_terminate)
 
     def _after_create_fleet(self, parsed: dict[str, Any], **_: Any) -> None:
-        ids = [i for entry in parsed.get("Instances") or [] for i in entry.get("InstanceIds") or []]
-        self.kubelet.note_launch(ids, self.clock.now())
+        for entry in parsed.get("Instances") or []:
+            spec = (entry.get("LaunchTemplateAndOverrides") or {}).get("LaunchTemplateSpecification") or {}
+            template = spec.get("LaunchTemplateName")
+            self.kubelet.note_launch(entry.get("InstanceIds") or [], self.clock.now(), template)
         self._ec2_dirty = True
 
     def _after_run_instances(self, parsed: dict[str, Any], **_: Any) -> None:

@@ -95,6 +95,8 @@ class SimulatedKubelet:
         self.wake = wake
         self.instances: dict[str, _Instance] = {}
         self._launch_hints: dict[str, float] = {}
+        self._templates: dict[str, str] = {}  # instance id -> the launch template it came from
+        self.booted_templates: dict[str, dict[str, Any]] = {}  # instance id -> that template's data
         self._instance_types: dict[str, dict[str, Any]] = {}
         self._zone_ids: dict[str, str] | None = None
         self._pod_seen: dict[str, float] = {}
@@ -102,10 +104,34 @@ class SimulatedKubelet:
 
     # ------------------------------------------------------------------ instances
 
-    def note_launch(self, instance_ids: Iterable[str], at: float) -> None:
-        """Record when instances were launched (from a CreateFleet/RunInstances hook): boot starts then."""
+    def note_launch(self, instance_ids: Iterable[str], at: float, template: str | None = None) -> None:
+        """Record when instances were launched (from a CreateFleet/RunInstances hook): boot starts then; and
+        the launch template they came from (its network interfaces are the EFA devices the node has)."""
         for instance_id in instance_ids:
             self._launch_hints.setdefault(instance_id, at)
+            if template:
+                self._templates[instance_id] = template
+
+    def template_data(self, instance_id: str) -> dict[str, Any]:
+        """The `LaunchTemplateData` the instance booted from (read once; empty when unknown or deleted)."""
+        if instance_id not in self.booted_templates:
+            name = self._templates.get(instance_id)
+            data: dict[str, Any] = {}
+            if name is not None:
+                try:
+                    versions = self.ec2.describe_launch_template_versions(
+                        LaunchTemplateName=name, Versions=["$Latest"]
+                    )
+                    data = (versions.get("LaunchTemplateVersions") or [{}])[0].get("LaunchTemplateData") or {}
+                except Exception:  # a template deleted since: nothing is known of what it booted with
+                    data = {}
+            self.booted_templates[instance_id] = data
+        return self.booted_templates[instance_id]
+
+    def efa_devices(self, instance_id: str) -> int:
+        """EFA devices of the instance: the `efa` / `efa-only` interfaces of the template it launched from."""
+        interfaces = self.template_data(instance_id).get("NetworkInterfaces") or []
+        return sum(1 for n in interfaces if n.get("InterfaceType") in ("efa", "efa-only"))
 
     def sync_instances(self) -> None:
         """Compare EC2 with what the kubelets know: schedule boots, remove Nodes of terminated instances."""
@@ -203,6 +229,7 @@ class SimulatedKubelet:
             bootstrap,
             image_arch=instance.get("Architecture"),
             root_volume_gib=self._root_gib(instance),
+            efa_devices=self.efa_devices(instance_id),
         )
         name = instance.get("PrivateDnsName") or f"ip-{instance_id}.{region}.compute.internal"
         tags = {t["Key"]: t["Value"] for t in instance.get("Tags") or []}

@@ -294,6 +294,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         NAME,
         Column("Strategy", _field("spec", "provisioningStrategy")),
         Column("Replicas", _field("status", "replicas"), type="integer"),
+        Column("Ready", _condition("ReadyForProvisioning")),
+        Column("Provisioning", _condition("Provisioning")),
         AGE,
     ),
 }

@@ -102,6 +102,37 @@ def effective_family(node_class: NodeClass) -> str:
     return node_class.ami_family
 
 
+def _version_in_name(name: str) -> str:
+    """`v1.46.0` from `bottlerocket-aws-k8s-1.33-x86_64-v1.46.0-431fe75a` ("" when the name has none)."""
+    return next((part for part in name.split("-") if part.startswith("v") and "." in part), "")
+
+
+def bottlerocket_version(node_class: NodeClass, image_name: str | None = None) -> str:
+    """The Bottlerocket release a node class boots, found as Karpenter's `resolveAMIVersion` does: the alias's
+    version (`latest` included), else a version in a `name` term, else in the booted image's name; "" when
+    none says."""
+    for term in node_class.ami_selector_terms:
+        if term.alias and "@" in term.alias:
+            return term.alias.partition("@")[2]
+    for term in node_class.ami_selector_terms:
+        if term.name and (found := _version_in_name(term.name)):
+            return found
+    return _version_in_name(image_name or "")
+
+
+def supports_default_bind(version: str) -> bool:
+    """Bottlerocket 1.46 and later bind ephemeral storage to its default directories without `--dirs`
+    (Karpenter `pkg/providers/version/version.go` `SupportsDefaultBind`); `latest` counts as new, an unknown
+    version as old."""
+    if version == "latest":
+        return True
+    parts = version.lstrip("v").split(".")
+    if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        return False
+    major, minor = int(parts[0]), int(parts[1])
+    return major > 1 or (major == 1 and minor >= 46)
+
+
 REFRESH_SECONDS = 300.0  # how long a resolved AMI is trusted; the planner re-reads drift targets as often
 
 
@@ -163,6 +194,13 @@ class AmiResolver:
             raise AmiError(f"EC2NodeClass {node_class.name}: spec.amiSelectorTerms match no {arch} image")
         images.sort(key=lambda i: (str(i.get("CreationDate", "")), str(i.get("Name", ""))), reverse=True)
         return str(images[0]["ImageId"])
+
+    def image_name(self, node_class: NodeClass, image_id: str) -> str | None:
+        """The name of an image `resolve` picked through selector terms (None for SSM-resolved images)."""
+        for image in self._images.get(node_class.ami_selector_terms, ()):
+            if image.get("ImageId") == image_id:
+                return str(image.get("Name", "")) or None
+        return None
 
     def _selected_images(self, node_class: NodeClass) -> tuple[dict[str, Any], ...]:
         key = node_class.ami_selector_terms

@@ -5,7 +5,16 @@ What one call sends (`Type=instant`, `TotalTargetCapacity=1`): up to 60 override
 on-demand or `price-capacity-optimized` spot; tags for the instance, its volumes and the fleet; and the
 `ClientToken` of the claim's recorded attempt (`core.claims.client_token`), so EC2 itself de-duplicates a
 retried call. Overrides are grouped into content-addressed launch templates (one per image x kubelet
-settings); a template deleted under us is recreated once and the call repeated, as Karpenter does.
+settings); a template deleted under us is recreated once and the call repeated, as Karpenter does. The
+template carries the node class's network interfaces, `ipPrefixCount` and placement group (resolved once per
+node class by DescribePlacementGroups), the option's EFA interfaces, and the RAID0 instance-store setup in the
+user data (`launch_templates`, `userdata_render`); a node in a placement group registers with
+`karpenter.k8s.aws/placement-group-id`, as Karpenter labels it.
+A reserved option launches as Karpenter does (aws provider `pkg/providers/instance/`): its own launch template
+targets the reservation (`CapacityReservationSpecification`, preference `capacity-reservations-only`; a
+Capacity Block adds `InstanceMarketOptions.MarketType: capacity-block`), and the fleet is `on-demand`
+(`capacity-block` for a block, without `OnDemandOptions`); the node is labelled `capacity-type=reserved`,
+`karpenter.k8s.aws/capacity-reservation-id`, `-type` and `-interruptible`.
 Throttling is retried by botocore and then by `retry.call_with_backoff` on the injected sleep; an error that
 refuses the whole call becomes `ports.cloud.FleetCallError`. Deciding what to launch, owning the claim,
 falling back and recording the result is `services.launch.ClaimLauncher`'s job, not this module's.
@@ -18,22 +27,36 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from longshore.adapters.aws import tags as tagnames
-from longshore.adapters.aws.amis import AmiResolver, effective_family
+from longshore.adapters.aws.amis import (
+    AmiResolver,
+    bottlerocket_version,
+    effective_family,
+    supports_default_bind,
+)
 from longshore.adapters.aws.launch_templates import LaunchTemplates, TemplateSpec, default_block_devices
-from longshore.adapters.aws.network import Subnet, select_security_groups, select_subnets, subnet_per_zone
+from longshore.adapters.aws.network import (
+    PlacementGroup,
+    Subnet,
+    select_placement_group,
+    select_security_groups,
+    select_subnets,
+    subnet_per_zone,
+)
 from longshore.adapters.aws.retry import ClientError, call_with_backoff, error_code, is_throttle
-from longshore.adapters.aws.userdata import Bootstrap, ClusterInfo
+from longshore.adapters.aws.userdata import BOTTLEROCKET_LEGACY_BIND_DIRS, Bootstrap, ClusterInfo
 from longshore.adapters.aws.userdata_render import encode_user_data, render_user_data
 from longshore.core import labels as wellknown
 from longshore.core.catalog import WINDOWS_BUILDS
 from longshore.core.claims import FleetOutcome, LaunchOption, NodeClaim, OfferingFailure, client_token
-from longshore.core.model import NodeClass, NodePool, Taint
+from longshore.core.model import NodeClass, NodePool, SelectorTerm, Taint
 from longshore.core.requirements import Requirements
 from longshore.core.taints import UNREGISTERED_TAINT
 from longshore.ports.cloud import FleetCallError
 
 log = logging.getLogger(__name__)
 
+RESERVED: Final = wellknown.CAPACITY_TYPE_RESERVED
+CAPACITY_BLOCK: Final = "capacity-block"
 SPOT_STRATEGY: Final = "price-capacity-optimized"
 ON_DEMAND_STRATEGY: Final = "lowest-price"
 IDEMPOTENT_MISMATCH: Final = "IdempotentParameterMismatch"
@@ -49,8 +72,10 @@ def node_bootstrap(
     option: LaunchOption,
     family: str,
     labels: Iterable[tuple[str, str]] = (),
+    ephemeral_bind_dirs: tuple[str, ...] = (),
 ) -> Bootstrap:
-    """The labels, taints and kubelet values a node launched for `option` registers with."""
+    """The labels, taints and kubelet values a node launched for `option` registers with, and its instance-store
+    setup (`ephemeral_bind_dirs`: what Bottlerocket's RAID0 bind names, empty for the OS's defaults)."""
     kubelet = pool.effective_kubelet(node_class)
     node_labels = dict(pool.labels)
     node_labels.update(labels)
@@ -61,6 +86,12 @@ def node_bootstrap(
             wellknown.CAPACITY_TYPE: option.capacity_type,
         }
     )
+    if option.reservation_id:  # Karpenter's labels of a node launched into a capacity reservation
+        node_labels[wellknown.CAPACITY_RESERVATION_ID] = option.reservation_id
+        node_labels[wellknown.CAPACITY_RESERVATION_TYPE] = option.reservation_type or "default"
+        node_labels[wellknown.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(
+            bool(option.reservation_interruptible)
+        ).lower()
     if family != "Custom":
         node_labels[wellknown.DO_NOT_SYNC_TAINTS] = "true"
     if family in WINDOWS_BUILDS:  # the kubelet may set node.kubernetes.io/* on itself (NodeRestriction)
@@ -78,6 +109,8 @@ def node_bootstrap(
         kube_reserved=settings.kube_reserved or kubelet.kube_reserved,
         system_reserved=settings.system_reserved or kubelet.system_reserved,
         eviction_hard=settings.eviction_hard or kubelet.eviction_hard,
+        instance_store_raid0=node_class.instance_store_policy == "RAID0",
+        ephemeral_bind_dirs=ephemeral_bind_dirs if node_class.instance_store_policy == "RAID0" else (),
     )
 
 
@@ -104,6 +137,7 @@ class Ec2Fleet:
         self._subnets: dict[str, dict[str, Subnet]] = {}
         self._security_groups: dict[str, tuple[str, ...]] = {}
         self._profiles: dict[str, str | None] = {}
+        self._placement_groups: dict[tuple[str, SelectorTerm], PlacementGroup] = {}
 
     def forget_images(self) -> None:
         """Drop the AMI resolver's answers, as a cold container would start (the next launch asks SSM)."""
@@ -152,6 +186,7 @@ class Ec2Fleet:
                 }
             )
         capacity_type = batch[0].capacity_type
+        block = capacity_type == RESERVED and batch[0].reservation_type == CAPACITY_BLOCK
         tags = tagnames.as_ec2(
             tagnames.claim_tags(
                 self._cluster.name, pool.name, node_class.name, claim.id, claim.created_at, node_class.tags
@@ -162,7 +197,7 @@ class Ec2Fleet:
             "ClientToken": client_token(claim.id, claim.attempts, claim.created_at),
             "TargetCapacitySpecification": {
                 "TotalTargetCapacity": 1,
-                "DefaultTargetCapacityType": capacity_type,
+                "DefaultTargetCapacityType": target_capacity_type(capacity_type, block),
             },
             "LaunchTemplateConfigs": [
                 {
@@ -177,7 +212,7 @@ class Ec2Fleet:
         }
         if capacity_type == "spot":
             params["SpotOptions"] = {"AllocationStrategy": SPOT_STRATEGY}
-        else:
+        elif not block:
             params["OnDemandOptions"] = {"AllocationStrategy": ON_DEMAND_STRATEGY}
         if node_class.context:
             params["Context"] = node_class.context
@@ -206,7 +241,12 @@ class Ec2Fleet:
                 OfferingFailure(
                     instance_type=str(override.get("InstanceType", "")),
                     zone=str(zone),
-                    capacity_type=str(error.get("Lifecycle") or capacity_type),
+                    # a reserved launch is an on-demand fleet: its refusals belong to the reserved offering
+                    capacity_type=(
+                        capacity_type
+                        if capacity_type == RESERVED
+                        else str(error.get("Lifecycle") or capacity_type)
+                    ),
                     code=str(error.get("ErrorCode", "")),
                     message=str(error.get("ErrorMessage", "")),
                 )
@@ -238,6 +278,22 @@ class Ec2Fleet:
                 self._ec2, node_class.security_group_selector_terms, node_class.name
             )
         return self._security_groups[node_class.name]
+
+    def _placement_group(self, node_class: NodeClass) -> PlacementGroup | None:
+        term = node_class.placement_group
+        if term is None:
+            return None
+        key = (node_class.name, term)  # a changed selector is looked up again
+        if key not in self._placement_groups:
+            self._placement_groups[key] = select_placement_group(self._ec2, term, node_class.name)
+        return self._placement_groups[key]
+
+    def _bind_dirs(self, node_class: NodeClass, family: str, image: str) -> tuple[str, ...]:
+        """Bottlerocket RAID0: the directories to bind on images older than 1.46 (Karpenter's version rule)."""
+        if family != "Bottlerocket" or node_class.instance_store_policy != "RAID0":
+            return ()
+        version = bottlerocket_version(node_class, self._amis.image_name(node_class, image))
+        return () if supports_default_bind(version) else BOTTLEROCKET_LEGACY_BIND_DIRS
 
     def _instance_profile(self, node_class: NodeClass) -> str | None:
         if node_class.instance_profile or not node_class.role:
@@ -282,7 +338,11 @@ class Ec2Fleet:
     ) -> str:
         self._amis.refresh_if_stale(now)
         image = self._amis.resolve(node_class, self._cluster.version, option.arch, option.accelerator)
-        bootstrap = node_bootstrap(pool, node_class, option, family, labels)
+        group = self._placement_group(node_class)
+        if group is not None:
+            labels = (*labels, (wellknown.PLACEMENT_GROUP_ID, group.group_id))
+        bind_dirs = self._bind_dirs(node_class, family, image)
+        bootstrap = node_bootstrap(pool, node_class, option, family, labels, bind_dirs)
         kubelet = pool.effective_kubelet(node_class)
         text = self._render(family, bootstrap, kubelet, node_class.user_data)
         spec = TemplateSpec(
@@ -301,6 +361,16 @@ class Ec2Fleet:
                 )
             ),
             tenancy=tenancy,
+            network_interfaces=node_class.network_interfaces,
+            efa_count=option.efa,
+            ip_prefix_count=node_class.ip_prefix_count,
+            ip_family=self._cluster.ip_family,
+            placement_group_id=group.group_id if group is not None else None,
+            associate_public_ip=node_class.associate_public_ip_address,
+            connection_tracking=node_class.connection_tracking,
+            cpu_options=node_class.cpu_options,
+            capacity_reservation_id=option.reservation_id if option.capacity_type == RESERVED else None,
+            capacity_block=option.capacity_type == RESERVED and option.reservation_type == CAPACITY_BLOCK,
         )
         name = self.templates.ensure(spec, now)
         self._template_images[name] = image  # the claim records the AMI it boots (drift detection)
@@ -311,6 +381,14 @@ def _call_error(error: ClientError) -> FleetCallError:
     code = error_code(error) or "ClientError"
     message = str(error.response.get("Error", {}).get("Message", ""))
     return FleetCallError(code, message, throttled=is_throttle(error), settled=code == IDEMPOTENT_MISMATCH)
+
+
+def target_capacity_type(capacity_type: str, capacity_block: bool) -> str:
+    """The fleet's `DefaultTargetCapacityType`: a reserved launch is `on-demand`, or `capacity-block` for a
+    Capacity Block (aws provider `CreateFleetInputBuilder.defaultTargetCapacityType`)."""
+    if capacity_type != RESERVED:
+        return capacity_type
+    return CAPACITY_BLOCK if capacity_block else "on-demand"
 
 
 def tenancy_of(claim: NodeClaim) -> str:

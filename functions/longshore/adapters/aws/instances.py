@@ -3,7 +3,7 @@
 Theory of operation: an instance is ours when it carries `longshore.io/cluster=<cluster>`; its claim is the
 `karpenter.sh/nodeclaim` tag. DescribeInstances is filtered by those tags server-side (tag filters are the
 ones every EC2 implementation supports; `instance-lifecycle` is not, so the capacity type is read from
-`InstanceLifecycle`). `created_at` is the `longshore.io/created-at` tag (our clock) when present, else EC2's
+`InstanceLifecycle`, reserved from `CapacityReservationId`). `created_at` is the `longshore.io/created-at` tag (our clock) when present, else EC2's
 LaunchTime. Terminate is idempotent: unknown ids are dropped and the call is retried once without them.
 """
 
@@ -32,12 +32,34 @@ def to_cloud_instance(item: dict[str, Any]) -> CloudInstance:
         state=str(item.get("State", {}).get("Name", "unknown")),
         instance_type=str(item.get("InstanceType", "")),
         zone=str(item.get("Placement", {}).get("AvailabilityZone", "")),
-        capacity_type="spot" if item.get("InstanceLifecycle") == "spot" else "on-demand",
+        capacity_type=capacity_type_of(item),
         claim_id=tags.get(tagnames.NODECLAIM),
         nodepool=tags.get(tagnames.NODEPOOL),
         created_at=created_at,
         image_id=item.get("ImageId"),
+        reservation_id=reservation if (reservation := _reservation_of(item)) else None,
+        reservation_type=(
+            ("capacity-block" if item.get("InstanceLifecycle") == "capacity-block" else "default")
+            if reservation
+            else None
+        ),
     )
+
+
+def _reservation_of(item: dict[str, Any]) -> str | None:
+    """The reservation the instance runs in as Karpenter counts it: a `CapacityReservationId` with the
+    preference `capacity-reservations-only` (an instance that fell into an open ODCR is on-demand)."""
+    found = item.get("CapacityReservationId")
+    preference = item.get("CapacityReservationSpecification", {}).get("CapacityReservationPreference")
+    return str(found) if found and preference == "capacity-reservations-only" else None
+
+
+def capacity_type_of(item: dict[str, Any]) -> str:
+    """spot, reserved (aws provider `capacityTypeFromInstance`), else on-demand: an instance whose
+    reservation expired or was cancelled no longer shows `CapacityReservationId` and is on-demand."""
+    if item.get("InstanceLifecycle") == "spot":
+        return "spot"
+    return "reserved" if _reservation_of(item) else "on-demand"
 
 
 class Ec2Instances:

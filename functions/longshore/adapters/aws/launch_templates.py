@@ -8,6 +8,20 @@ drifts. `ensure` looks the name up (cached for the object's lifetime), and creat
 "already exists" from a concurrent creator as success. `collect_unused` deletes cluster-tagged templates that no
 claim references and that are older than a grace period (by the `longshore.io/created-at` tag, on our clock),
 so a template created a moment ago for a launch still in progress survives.
+
+Network interfaces and placement (Karpenter `pkg/providers/launchtemplate/launchtemplate.go`
+`generateNetworkInterfaces`, `types.go` `buildPlacement`): the node class's `networkInterfaces` are written as
+they are (each with the security groups; `efa-only` ones without prefixes or public addresses); without them, a
+claim that requests `vpc.amazonaws.com/efa` gets one `efa` interface per EFA the type supports (card i, device
+0 on card 0 and 1 on the others); `ipPrefixCount` sets `Ipv4PrefixCount` (`Ipv6PrefixCount` in an IPv6
+cluster), `associatePublicIPAddress` sets `AssociatePublicIpAddress` and `connectionTracking` the
+`ConnectionTrackingSpecification` of every interface that carries addresses (not the `efa-only` ones); with
+none of the lists, any of these three is written on a lone primary interface. When any interface is written
+the security groups move into them (`SecurityGroupIds` is left out, as EC2 requires). Karpenter writes that
+primary interface even when it carries nothing; Longshore then keeps `SecurityGroupIds`, which launches the
+same instance and keeps the names of existing templates. The resolved placement group goes in
+`Placement.GroupId`, next to `Tenancy` when the claim is dedicated; `cpuOptions.nestedVirtualization` in
+`CpuOptions.NestedVirtualization`.
 """
 
 from __future__ import annotations
@@ -20,9 +34,14 @@ from typing import Any, Final
 
 from longshore.adapters.aws import tags as tagnames
 from longshore.adapters.aws.retry import ClientError
-from longshore.core.model import BlockDevice, MetadataOptions
+from longshore.core.model import BlockDevice, MetadataOptions, NetworkInterface, Pairs
 
 NAME_PREFIX: Final = "longshore/"
+_TRACKING: Final = {
+    "tcpEstablishedTimeout": "TcpEstablishedTimeout",
+    "udpStreamTimeout": "UdpStreamTimeout",
+    "udpTimeout": "UdpTimeout",
+}
 GC_GRACE_S: Final = 300.0
 
 
@@ -39,6 +58,16 @@ class TemplateSpec:
     detailed_monitoring: bool = False
     tags: tuple[tuple[str, str], ...] = ()
     tenancy: str = "default"  # `karpenter.k8s.aws/instance-tenancy` of the claim
+    network_interfaces: tuple[NetworkInterface, ...] = ()  # the node class's `networkInterfaces`
+    efa_count: int = 0  # EFA interfaces for a claim requesting vpc.amazonaws.com/efa (no node class list)
+    ip_prefix_count: int | None = None  # the node class's `ipPrefixCount`
+    ip_family: str = "ipv4"  # the cluster's
+    placement_group_id: str | None = None  # the node class's resolved `placementGroupSelector`
+    associate_public_ip: bool | None = None  # the node class's `associatePublicIPAddress`
+    connection_tracking: Pairs = ()  # the node class's `connectionTracking` timeouts (seconds)
+    cpu_options: Pairs = ()  # the node class's `cpuOptions` (`nestedVirtualization`)
+    capacity_reservation_id: str | None = None  # a reserved launch: the reservation it targets
+    capacity_block: bool = False  # the reservation is a Capacity Block
 
     def data(self) -> dict[str, Any]:
         """The `LaunchTemplateData` of CreateLaunchTemplate."""
@@ -61,9 +90,68 @@ class TemplateSpec:
         }
         if self.instance_profile:
             data["IamInstanceProfile"] = {"Name": self.instance_profile}
+        interfaces = self.interfaces()
+        if interfaces:
+            data["NetworkInterfaces"] = interfaces
+            del data["SecurityGroupIds"]
+        placement: dict[str, Any] = {}
         if self.tenancy != "default":
-            data["Placement"] = {"Tenancy": self.tenancy}
+            placement["Tenancy"] = self.tenancy
+        if self.placement_group_id:
+            placement["GroupId"] = self.placement_group_id
+        if placement:
+            data["Placement"] = placement
+        nested = dict(self.cpu_options).get("nestedVirtualization")
+        if nested is not None:
+            data["CpuOptions"] = {"NestedVirtualization": nested}
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id},
+            }
+            if self.capacity_block:
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
+
+    def interfaces(self) -> list[dict[str, Any]]:
+        """The `NetworkInterfaces` of the template (empty: none written, see the module docstring)."""
+        if self.network_interfaces:
+            return [
+                self._interface(n.network_card_index, n.device_index, n.interface_type)
+                for n in self.network_interfaces
+            ]
+        if self.efa_count > 0:
+            return [self._interface(i, 0 if i == 0 else 1, "efa") for i in range(self.efa_count)]
+        if (
+            self.ip_prefix_count is not None
+            or self.associate_public_ip is not None
+            or self.connection_tracking
+        ):
+            return [self._interface(None, 0, None)]
+        return []
+
+    def _interface(self, card: int | None, device: int, kind: str | None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"DeviceIndex": device, "Groups": list(self.security_group_ids)}
+        if card is not None:
+            spec["NetworkCardIndex"] = card
+        if kind is not None:
+            spec["InterfaceType"] = kind
+        if kind == "efa-only":  # no addresses: prefixes, IPv6 or a public IP on it make RunInstances fail
+            return spec
+        if self.associate_public_ip is not None:
+            spec["AssociatePublicIpAddress"] = self.associate_public_ip
+        if self.connection_tracking:
+            spec["ConnectionTrackingSpecification"] = {
+                _TRACKING[key]: int(value) for key, value in self.connection_tracking if key in _TRACKING
+            }
+        if self.ip_family == "ipv6":
+            spec["PrimaryIpv6"] = True
+            spec["Ipv6AddressCount"] = 1
+            if self.ip_prefix_count is not None:
+                spec["Ipv6PrefixCount"] = self.ip_prefix_count
+        elif self.ip_prefix_count is not None:
+            spec["Ipv4PrefixCount"] = self.ip_prefix_count
+        return spec
 
     def name(self) -> str:
         canonical = json.dumps(

@@ -1,11 +1,13 @@
-"""Subnets and security groups from a node class's selector terms, and the subnet to use in each zone.
+"""Subnets, security groups and the placement group of a node class, and the subnet to use in each zone.
 
 Theory of operation: selector terms are ORed; within a term every given field must match (tags ANDed, a tag
 value `"*"` meaning "the key is present", `id`, or `name` = the `Name` tag for subnets / the group name for
 security groups). Each term becomes one Describe call with EC2 filters, and the union is taken. Per zone the
 subnet with the most available IPs is chosen (Karpenter `pkg/providers/subnet/subnet.go`), ties broken by id so
 the choice is deterministic. An empty selection is an error naming the node class, because launching without
-a subnet or a security group cannot succeed.
+a subnet or a security group cannot succeed. The placement group (`placementGroupSelector`, a name or an id) is
+the one `available` group DescribePlacementGroups returns for it (Karpenter `pkg/providers/placementgroup`);
+none is an error naming the node class, the field and the value, as the node class is not ready in Karpenter.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from longshore.adapters.aws.retry import ClientError, error_code
 from longshore.core.model import SelectorTerm
 
 
@@ -104,3 +107,38 @@ def select_security_groups(ec2: Any, terms: Iterable[SelectorTerm], node_class: 
             f"EC2NodeClass {node_class}: spec.securityGroupSelectorTerms match no security group"
         )
     return tuple(sorted(found))
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementGroup:
+    group_id: str
+    name: str
+    strategy: str  # cluster | partition | spread
+    partition_count: int = 0
+
+
+def select_placement_group(ec2: Any, term: SelectorTerm, node_class: str = "") -> PlacementGroup:
+    """The available placement group the node class's `placementGroupSelector` names."""
+    kwargs: dict[str, Any] = {"Filters": [{"Name": "state", "Values": ["available"]}]}
+    if term.id:
+        kwargs["GroupIds"] = [term.id]
+    else:
+        kwargs["GroupNames"] = [term.name]
+    wanted = f"id {term.id}" if term.id else f"name {term.name}"
+    try:
+        groups = ec2.describe_placement_groups(**kwargs).get("PlacementGroups", [])
+    except ClientError as error:
+        if error_code(error) not in ("InvalidPlacementGroup.Unknown", "InvalidGroupId.Malformed"):
+            raise
+        groups = []
+    if not groups:
+        raise SelectionError(
+            f"EC2NodeClass {node_class}: spec.placementGroupSelector {wanted} matches no available placement group"
+        )
+    group = groups[0]
+    return PlacementGroup(
+        group_id=str(group["GroupId"]),
+        name=str(group.get("GroupName", "")),
+        strategy=str(group.get("Strategy", "")),
+        partition_count=int(group.get("PartitionCount", 0) or 0),
+    )

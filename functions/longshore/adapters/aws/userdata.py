@@ -6,7 +6,11 @@ rendered (`adapters.aws.userdata_render`, one format per AMI family) must be the
 `parse_bootstrap` reads any of the formats back into a `Bootstrap`, from text or base64: AL2/Ubuntu
 (MIME with a `bootstrap.sh --kubelet-extra-args` shell part), AL2023 (MIME with nodeadm `NodeConfig`s),
 Bottlerocket (TOML `[settings.kubernetes]`) and Windows (`Start-EKSBootstrap.ps1 -KubeletExtraArgs`); later
-settings win, as on a node. The simulated kubelet uses it to create the Node the real kubelet would, and the
+settings win, as on a node. `instanceStorePolicy: RAID0` is carried too, in each family's own words (Karpenter
+`pkg/providers/amifamily/bootstrap/`): AL2 `bootstrap.sh --local-disks raid0`, AL2023
+`spec.instance.localStorage.strategy: RAID0` in the NodeConfig, Bottlerocket the bootstrap command
+`settings.bootstrap-commands."000-mount-instance-storage"` (`apiclient ephemeral-storage init`, then `bind`,
+with `--dirs /var/lib/containerd /var/lib/kubelet /var/log/pods` before Bottlerocket 1.46). The simulated kubelet uses it to create the Node the real kubelet would, and the
 round-trip tests (render, then read back) pin both directions.
 """
 
@@ -64,6 +68,18 @@ class Bootstrap:
     kube_reserved: Pairs = ()
     system_reserved: Pairs = ()
     eviction_hard: Pairs = ()
+    #: instanceStorePolicy RAID0: the node assembles its instance-store volumes into one RAID0 array that holds
+    #: the kubelet's and containerd's state (its ephemeral storage)
+    instance_store_raid0: bool = False
+    #: Bottlerocket only: the directories `apiclient ephemeral-storage bind` names (empty: the OS's defaults,
+    #: Bottlerocket 1.46 and later)
+    ephemeral_bind_dirs: tuple[str, ...] = ()
+
+
+#: Bottlerocket's RAID0 bootstrap command (Karpenter `bootstrap/bottlerocket.go`) and the directories it binds
+#: on images older than 1.46 (`version.SupportsDefaultBind`).
+BOTTLEROCKET_RAID0_COMMAND: Final = "000-mount-instance-storage"
+BOTTLEROCKET_LEGACY_BIND_DIRS: Final = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -171,7 +187,9 @@ def _parse_bootstrap_script(script: str, into: dict[str, Any]) -> bool:
             continue
         words = shlex.split(line)
         for i, word in enumerate(words):
-            if word == "--kubelet-extra-args" and i + 1 < len(words):
+            if word == "--local-disks" and i + 1 < len(words):
+                into["instance_store_raid0"] = words[i + 1].lower() == "raid0"
+            elif word == "--kubelet-extra-args" and i + 1 < len(words):
                 _parse_kubelet_flags(shlex.split(words[i + 1]), into)
             elif word.startswith("--kubelet-extra-args="):
                 _parse_kubelet_flags(shlex.split(word.partition("=")[2]), into)
@@ -193,7 +211,11 @@ def _parse_nodeconfig(text: str, into: dict[str, Any]) -> None:
     doc = yaml.safe_load(text)
     if not isinstance(doc, dict) or doc.get("kind") != "NodeConfig":
         return
-    kubelet = (doc.get("spec") or {}).get("kubelet") or {}
+    spec = doc.get("spec") or {}
+    strategy = ((spec.get("instance") or {}).get("localStorage") or {}).get("strategy")
+    if strategy is not None:
+        into["instance_store_raid0"] = str(strategy) == "RAID0"
+    kubelet = spec.get("kubelet") or {}
     config = kubelet.get("config") or {}
     if "maxPods" in config:
         into["max_pods"] = int(config["maxPods"])
@@ -212,8 +234,22 @@ def _parse_nodeconfig(text: str, into: dict[str, Any]) -> None:
     _parse_kubelet_flags(kubelet.get("flags") or [], into)
 
 
+def _bottlerocket_raid0(settings: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]]:
+    """Whether the RAID0 bootstrap command is there, and the directories its bind step names."""
+    command = (settings.get("bootstrap-commands") or {}).get(BOTTLEROCKET_RAID0_COMMAND)
+    if not isinstance(command, dict):
+        return False, ()
+    for step in command.get("commands") or []:
+        words = [str(w) for w in step] if isinstance(step, list) else []
+        if words[:3] == ["apiclient", "ephemeral-storage", "bind"] and "--dirs" in words:
+            return True, tuple(words[words.index("--dirs") + 1 :])
+    return True, ()
+
+
 def _parse_bottlerocket(doc: Mapping[str, Any]) -> Bootstrap:
-    k8s = (doc.get("settings") or {}).get("kubernetes") or {}
+    settings = doc.get("settings") or {}
+    k8s = settings.get("kubernetes") or {}
+    raid0, bind_dirs = _bottlerocket_raid0(settings)
     taints: list[Taint] = []
     for key, values in (k8s.get("node-taints") or {}).items():
         for entry in values if isinstance(values, list) else [values]:
@@ -226,6 +262,8 @@ def _parse_bottlerocket(doc: Mapping[str, Any]) -> Bootstrap:
         kube_reserved=_str_pairs(k8s.get("kube-reserved")),
         system_reserved=_str_pairs(k8s.get("system-reserved")),
         eviction_hard=_str_pairs(k8s.get("eviction-hard")),
+        instance_store_raid0=raid0,
+        ephemeral_bind_dirs=bind_dirs,
     )
 
 

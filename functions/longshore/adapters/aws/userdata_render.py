@@ -3,10 +3,15 @@
 Rules: each family has its own format (Karpenter's `pkg/providers/amifamily/bootstrap/*.go`):
 
 - AL2 (and Ubuntu): MIME multipart; the node class's own parts first, then a shell part calling
-  `/etc/eks/bootstrap.sh` with `--kubelet-extra-args '--node-labels=... --register-with-taints=... ...'`.
+  `/etc/eks/bootstrap.sh` with `--kubelet-extra-args '--node-labels=... --register-with-taints=... ...'`
+  (and `--local-disks raid0` for instanceStorePolicy RAID0).
 - AL2023: MIME multipart; the node class's parts first (shell scripts and its own `NodeConfig`s, which nodeadm
-  merges in order), then our `application/node.eks.aws` `NodeConfig` whose kubelet config and flags win.
-- Bottlerocket: TOML; the node class's TOML is parsed and our `[settings.kubernetes]` keys are written over it.
+  merges in order), then our `application/node.eks.aws` `NodeConfig` whose kubelet config and flags win
+  (RAID0: `spec.instance.localStorage.strategy: RAID0`).
+- Bottlerocket: TOML; the node class's TOML is parsed and our `[settings.kubernetes]` keys are written over it;
+  RAID0 adds the essential, `always` bootstrap command `settings.bootstrap-commands."000-mount-instance-storage"`
+  (`apiclient ephemeral-storage init`, then `apiclient ephemeral-storage bind`, naming the directories on
+  images older than 1.46), over any command of that name in the node class's TOML.
 - Windows2019/2022/2025: a `<powershell>` block; the node class's own PowerShell first, then a call of
   `Start-EKSBootstrap.ps1` with `-KubeletExtraArgs '--node-labels=... --register-with-taints=... ...'`
   (Karpenter's `bootstrap/windows.go`).
@@ -29,6 +34,7 @@ from typing import Any, Final
 import yaml
 
 from longshore.adapters.aws.userdata import (
+    BOTTLEROCKET_RAID0_COMMAND,
     BOUNDARY,
     NODECONFIG_CONTENT_TYPE,
     SHELL_CONTENT_TYPE,
@@ -166,6 +172,9 @@ def _render_al2(cluster: ClusterInfo, b: Bootstrap, kubelet: KubeletConfig, cust
     if b.max_pods is not None:
         command.append("--use-max-pods false \\")
     command.append(f"--kubelet-extra-args '{' '.join(args)}'")
+    if b.instance_store_raid0:
+        command[-1] += " \\"
+        command.append("--local-disks raid0")
     script = "\n".join(
         [
             "#!/bin/bash -xe",
@@ -212,22 +221,21 @@ def _render_al2023(cluster: ClusterInfo, b: Bootstrap, kubelet: KubeletConfig, c
         config["imageGCLowThresholdPercent"] = kubelet.image_gc_low_threshold_percent
     if kubelet.cpu_cfs_quota is not None:
         config["cpuCFSQuota"] = kubelet.cpu_cfs_quota
-    node_config = {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {
-            "cluster": {
-                "apiServerEndpoint": cluster.endpoint,
-                "certificateAuthority": cluster.ca_data,
-                "cidr": cluster.service_cidr,
-                "name": cluster.name,
-            },
-            "kubelet": {
-                "config": dict(sorted(config.items())),
-                "flags": [f"--node-labels={_labels_arg(b.labels)}"] if b.labels else [],
-            },
+    spec: dict[str, Any] = {
+        "cluster": {
+            "apiServerEndpoint": cluster.endpoint,
+            "certificateAuthority": cluster.ca_data,
+            "cidr": cluster.service_cidr,
+            "name": cluster.name,
         },
     }
+    if b.instance_store_raid0:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    spec["kubelet"] = {
+        "config": dict(sorted(config.items())),
+        "flags": [f"--node-labels={_labels_arg(b.labels)}"] if b.labels else [],
+    }
+    node_config = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
     body = yaml.safe_dump(node_config, sort_keys=False, default_flow_style=False, width=100000)
     return _mime([*_custom_parts(custom, "AL2023"), (NODECONFIG_CONTENT_TYPE, body)])
 
@@ -284,6 +292,20 @@ def _render_bottlerocket(
             kubernetes[key] = {**kubernetes[key], **value}
         else:
             kubernetes[key] = value
+    if b.instance_store_raid0:
+        commands = settings.setdefault("bootstrap-commands", {})
+        if not isinstance(commands, dict):
+            raise UserDataError(
+                "amiFamily Bottlerocket: the node class's userData has a non-table `settings.bootstrap-commands`"
+            )
+        bind = ["apiclient", "ephemeral-storage", "bind"]
+        if b.ephemeral_bind_dirs:
+            bind += ["--dirs", *b.ephemeral_bind_dirs]
+        commands[BOTTLEROCKET_RAID0_COMMAND] = {
+            "commands": [["apiclient", "ephemeral-storage", "init"], bind],
+            "mode": "always",
+            "essential": True,
+        }
     return _toml_dumps(doc)
 
 

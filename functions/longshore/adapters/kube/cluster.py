@@ -223,6 +223,21 @@ class KubeCluster:
         )
         return [] if response is None else list(_json(response).get("items") or [])
 
+    def write_buffer_status(self, namespace: str, name: str, status: Manifest) -> None:
+        """Replace a CapacityBuffer's `status` (a JSON merge patch on the status subresource); gone is ignored."""
+        group, version, plural = BUFFER_ROUTE
+        self._absent_is_none(
+            f"patch capacitybuffers/{namespace}/{name}/status",
+            self._custom.patch_namespaced_custom_object_status,
+            group,
+            version,
+            namespace,
+            plural,
+            name,
+            {"status": dict(status)},
+            _content_type="application/merge-patch+json",
+        )
+
     def pod_templates(self) -> dict[tuple[str, str], Manifest]:
         items = self._list("list podtemplates", self._core.list_pod_template_for_all_namespaces)
         return {(_namespace(o), _name(o)): o for o in items}

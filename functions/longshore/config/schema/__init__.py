@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from longshore.config.schema.buffer import BUFFER_API_VERSION, CapacityBufferDocument, PodTemplateDocument
 from longshore.config.schema.cluster import CLUSTER_API_VERSION, Cluster
 from longshore.config.schema.nodeclass import EC2NodeClassV1, EC2NodeClassV1beta1
 from longshore.config.schema.overlay import OVERLAY_API_VERSION, NodeOverlay
@@ -23,7 +24,7 @@ from longshore.config.schema.v1alpha5 import AWSNodeTemplate, Provisioner
 class KindSchema:
     model: type[BaseModel]
     dialect: str  # "v1alpha5" | "v1beta1" | "v1"
-    role: str  # "pool" | "class" | "cluster" | "overlay"
+    role: str  # "pool" | "class" | "cluster" | "overlay" | "buffer" | "podtemplate"
 
 
 KINDS: dict[tuple[str, str], KindSchema] = {
@@ -35,6 +36,8 @@ KINDS: dict[tuple[str, str], KindSchema] = {
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): KindSchema(EC2NodeClassV1, "v1", "class"),
     (CLUSTER_API_VERSION, "Cluster"): KindSchema(Cluster, "v1", "cluster"),
     (OVERLAY_API_VERSION, "NodeOverlay"): KindSchema(NodeOverlay, "v1", "overlay"),
+    (BUFFER_API_VERSION, "CapacityBuffer"): KindSchema(CapacityBufferDocument, "v1", "buffer"),
+    ("v1", "PodTemplate"): KindSchema(PodTemplateDocument, "v1", "podtemplate"),
 }
 
 KNOWN_KINDS = tuple(sorted({kind for _, kind in KINDS}))

@@ -8,7 +8,8 @@ this order, sharing the pools' budgets within the pass:
 
 1. **Expiry** (`expireAfter` / `ttlSecondsUntilExpired`). Pools written as v1 expire forcefully: no budget,
    no pod guard at decision time (the drain still honours PDBs until the termination grace period). Pools
-   written in the older dialects expire gracefully: guarded and budgeted (reason `Expired`).
+   written in the older dialects expire gracefully: guarded and budgeted (reason `Expired`). A node in a
+   Capacity Block expires the same way, forcefully, from 40 min before the block's end (`core.reservations`).
 2. **Emptiness**: empty nodes whose `consolidateAfter` (or `ttlSecondsAfterEmpty`) has elapsed, all
    removed in one decision, as many as the `Empty` budgets allow.
 3. **Drift**: a changed pool or node-class hash, an AMI that is no longer the resolved one, or labels the
@@ -51,6 +52,7 @@ from longshore.core.disruption.guards import graceful_blocker, node_blocker
 from longshore.core.disruption.passes import replacements
 from longshore.core.disruption.state import DisruptionInput, ManagedNode
 from longshore.core.model import NodePool
+from longshore.core.reservations import EXPIRATION_WINDOW_S
 
 
 class _Pass(ConsolidatingPass):
@@ -59,16 +61,25 @@ class _Pass(ConsolidatingPass):
         out: list[Decision] = []
         for node in sorted(self.open_nodes(), key=lambda n: n.created_at):
             pool = self.pool_of(node)
-            if pool is None or pool.expiry.after_seconds is None:
+            block = node.reservation_drain_at is not None and self.inp.now >= node.reservation_drain_at
+            if pool is None or (pool.expiry.after_seconds is None and not block):
                 continue
-            expires_at = node.created_at + pool.expiry.after_seconds
-            if self.inp.now < expires_at:
-                continue
-            age_h = (self.inp.now - node.created_at) / 3600
-            why = f"{age_h:.1f}h old; pool {pool.name} expires nodes after {pool.expiry.after_seconds / 3600:g}h"
+            if block:  # a Capacity Block ends: forceful, as Karpenter's capacityreservation.expiration
+                ends = (node.reservation_drain_at or 0.0) + EXPIRATION_WINDOW_S
+                why = (
+                    f"its Capacity Block ends in {max(0.0, ends - self.inp.now) / 60:.0f} min: drained from "
+                    f"{EXPIRATION_WINDOW_S / 60:.0f} min before the end, before EC2 reclaims it"
+                )
+            else:
+                expires_at = node.created_at + (pool.expiry.after_seconds or 0)
+                if self.inp.now < expires_at:
+                    continue
+                age_h = (self.inp.now - node.created_at) / 3600
+                why = f"{age_h:.1f}h old; pool {pool.name} expires nodes after {(pool.expiry.after_seconds or 0) / 3600:g}h"
             if node.disrupting or self.receiving(node, "expired"):
                 continue
-            if not pool.expiry.forceful:
+            forceful = block or pool.expiry.forceful
+            if not forceful:
                 blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now)
                 if blocker:
                     self.pass_over(node, f"expired but waiting: {blocker}", PassedOverKind.BLOCKED)
@@ -80,7 +91,7 @@ class _Pass(ConsolidatingPass):
                     continue
             plan = self.simulate([node])
             self.budgets.take(pool.name)
-            mode = "forceful (v1)" if pool.expiry.forceful else "graceful (older dialect)"
+            mode = "forceful" if block else "forceful (v1)" if forceful else "graceful (older dialect)"
             out.append(
                 self.decide(
                     Decision(
@@ -88,7 +99,7 @@ class _Pass(ConsolidatingPass):
                         (node,),
                         f"{why}; {mode}",
                         replacements=replacements(plan, [node]),
-                        forceful=pool.expiry.forceful,
+                        forceful=forceful,
                     ),
                     plan,
                 )

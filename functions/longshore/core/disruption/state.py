@@ -68,6 +68,8 @@ class ManagedNode:
     image_id: str | None = None
     conditions: tuple[NodeCondition, ...] = ()  # the Node's status conditions (node auto-repair reads them)
     instance_status: InstanceStatus | None = None  # EC2 status checks, when the planner reads them
+    # a node in a Capacity Block: when it must start draining (40 min before the block ends, `core.reservations`)
+    reservation_drain_at: float | None = None
 
     @property
     def name(self) -> str:

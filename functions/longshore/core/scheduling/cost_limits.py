@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from longshore.core.catalog import Catalog
-from longshore.core.overlays import overlaid, price_of
+from longshore.core.overlays import overlaid, price_of, tenancy_priced
 from longshore.core.scheduling.solver_state import SolverState
 from longshore.core.scheduling.templates import NodeTemplate, TypeOption
 
@@ -32,7 +32,7 @@ def _micro(dollars: float) -> int:
 
 def _view(solver: SolverState, template: NodeTemplate) -> Catalog:
     catalog = solver.inp.catalog.for_family(template.node_class.ami_family)
-    return overlaid(catalog, template.pool.overlays, template.labels)
+    return tenancy_priced(overlaid(catalog, template.pool.overlays, template.labels), template.requirements)
 
 
 def _spent(solver: SolverState, pool: str | None) -> int:

@@ -17,6 +17,7 @@ from longshore.core import labels as wk
 from longshore.core.catalog import Catalog
 from longshore.core.model import NodeClass, NodePool, Pairs, Settings, Taint
 from longshore.core.pods import Pod
+from longshore.core.reservations import ByClass
 from longshore.core.resources import EMPTY, Resources
 
 #: The default cap on one spot (instance type, zone) pool's share of a batch's spot vCPU (`solver_diversity`).
@@ -78,6 +79,8 @@ class SchedulingInput:
     spot_pool_share: float = SPOT_POOL_SHARE
     spot_diversity_min_claims: int = SPOT_DIVERSITY_MIN_CLAIMS
     spot_diversity_cost: float = SPOT_DIVERSITY_COST
+    #: Node class name -> its active capacity reservations (`core.reservations`), sorted by name.
+    reservations: ByClass = ()
 
     def usage_of(self, pool: str) -> Resources:
         if self.pool_usage is not None:

@@ -26,6 +26,10 @@ class OfferingOption:
     zone: str
     capacity_type: str
     price: float
+    reservation_id: str | None = None  # reserved offerings: the reservation the claim was given
+    reservation_type: str | None = None
+    reservation_end: float | None = None  # a capacity block's end (epoch seconds)
+    reservation_interruptible: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,8 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
    keeps more than `spot_pool_share` (0.5) of the spot vCPU: the cheapest moves send claims to the next
    cheapest spot offering of their own list, zones changing only when no pending pod has a zone topology
    constraint, for at most `spot_diversity_cost` (1 %) of the plan's cost.
+8. *Capacity reservations* (`solver_reserved`). Each claim that may launch reserved is given one reservation
+   with room, never more claims than a reservation has room for; the rest fall back to their other offerings.
 
 Existing nodes are checked against the inverse anti-affinity of their own pods through an index by hostname,
 so filling 1,000 nodes does not rescan every placed pod per (node, class). Counts of placed pods per domain
@@ -62,6 +64,7 @@ from longshore.core.scheduling.solver_domains import split_units
 from longshore.core.scheduling.solver_existing import place_on_nodes
 from longshore.core.scheduling.solver_launch import launch
 from longshore.core.scheduling.solver_repair import repair_spreads
+from longshore.core.scheduling.solver_reserved import assign_reservations
 from longshore.core.scheduling.solver_state import PodClass, SolverState, Unit
 from longshore.core.scheduling.solver_variants import choose_variant
 
@@ -97,6 +100,7 @@ def solve(inp: SchedulingInput) -> Plan:
     if solver.unschedulable:
         repair_spreads(solver, [*classes, *solver.relaxed])
     diversify_spot(solver)
+    assign_reservations(solver)
     existing = tuple(
         ExistingPlacement(state.node.name, tuple(state.placed), state.node.in_flight)
         for state in (*solver.nodes, *solver.in_flight)

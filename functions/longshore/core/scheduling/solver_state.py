@@ -10,6 +10,7 @@ from longshore.core.model import Taint
 from longshore.core.pods import Pod, PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
 from longshore.core.requirements import RequirementError, Requirements
+from longshore.core.reservations import without_refused
 from longshore.core.resources import Resources
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
 from longshore.core.scheduling.plan import ClaimPlan, OfferingOption
@@ -115,7 +116,10 @@ class SolverState:
     def __init__(self, inp: SchedulingInput) -> None:
         self.inp = inp
         catalog = inp.catalog.without_offerings(inp.unavailable) if inp.unavailable else inp.catalog
-        self.templates = build_templates(inp.pools, inp.node_classes, catalog, inp.daemonsets, inp.settings)
+        self.reservations = without_refused(inp.reservations, inp.unavailable)
+        self.templates = build_templates(
+            inp.pools, inp.node_classes, catalog, inp.daemonsets, inp.settings, self.reservations
+        )
         self.prefer_no_schedule = any(t.effect == "PreferNoSchedule" for p in inp.pools for t in p.taints)
         self.nodes = [self.node_state(n) for n in self.ordered(inp.nodes)]
         self.in_flight = [self.node_state(n) for n in self.ordered(inp.in_flight)]

@@ -9,7 +9,9 @@ requirements allow (unavailable offerings from the ICE cache are removed first).
 allocatable (`core.allocatable`, with the pool's kubelet settings and node class), the DaemonSet overhead
 (only DaemonSets whose pods tolerate the pool's taints and whose required node affinity fits the template and
 the type), the room left for pods, the node capacity that pool limits count, and the offerings cheapest
-first. Templates come out in the order the scheduler tries them: weight descending, then name.
+first. A pool's types also carry the reserved offerings of its node class's capacity reservations
+(`core.reservations`), added after NodeOverlays. Templates come out in the order the scheduler tries them:
+weight descending, then name.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from longshore.core import labels as wk
-from longshore.core.allocatable import allocatable, node_capacity
+from longshore.core.allocatable import allocatable, fits_network_interfaces, node_capacity
 from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType, Offering
 from longshore.core.model import NodeClass, NodePool, Origin, Settings, Taint
-from longshore.core.overlays import overlaid
+from longshore.core.overlays import overlaid, tenancy_priced
 from longshore.core.pods import HostPort, Pod
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
+from longshore.core.reservations import ByClass, Reservation, reservations_of, with_reservations
 from longshore.core.resources import EMPTY, Resources
 from longshore.core.scheduling.podreqs import node_requirement_terms
 from longshore.core.taints import tolerates
@@ -93,6 +96,7 @@ def build_template(
     catalog: Catalog,
     daemonsets: tuple[Pod, ...],
     settings: Settings,
+    reservations: tuple[Reservation, ...] = (),
 ) -> NodeTemplate:
     labels = dict(pool.labels)
     labels[wk.NODEPOOL] = pool.name
@@ -122,7 +126,11 @@ def build_template(
     catalog = overlaid(
         catalog, pool.overlays, tuple(sorted(labels.items()))
     )  # NodeOverlays (prices, capacity)
+    catalog = tenancy_priced(catalog, requirements)  # a dedicated-only pool pays the dedicated price
+    catalog = with_reservations(catalog, reservations)  # the node class's capacity reservations
     for instance_type, offerings in _compatible(catalog, requirements):
+        if not fits_network_interfaces(instance_type, node_class):
+            continue  # an efa-only interface the type has no EFA for (Karpenter drops the type)
         type_reqs = instance_type.requirements()
         overhead = EMPTY
         ports: list[HostPort] = []
@@ -154,10 +162,17 @@ def build_template(
 def offering_judge(requirements: Requirements) -> Callable[[Offering], bool]:
     """`offering.allowed_by(requirements)`, judged once per (zone, capacity type, zone id): thousands of
     offerings share a handful of places."""
-    places: dict[tuple[str, str, str | None], bool] = {}
+    places: dict[tuple[str, str, str | None, str | None, str | None, bool | None], bool] = {}
 
     def allowed(offering: Offering) -> bool:
-        place = (offering.zone, offering.capacity_type, offering.zone_id)
+        place = (
+            offering.zone,
+            offering.capacity_type,
+            offering.zone_id,
+            offering.reservation_id,
+            offering.reservation_type,
+            offering.reservation_interruptible,
+        )
         verdict = places.get(place)
         if verdict is None:
             verdict = places[place] = offering.allowed_by(requirements)
@@ -174,7 +189,14 @@ def _compatible(
     Compatibility is per key, and an allowed offering already implies the zone and capacity-type keys are
     compatible, so types are tested against the requirements without those keys and each offering's
     (zone, capacity type, zone id) is judged once, not once per offering (thousands share a handful)."""
-    placeless = requirements.without(wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID)
+    placeless = requirements.without(
+        wk.ZONE,
+        wk.CAPACITY_TYPE,
+        wk.ZONE_ID,
+        wk.CAPACITY_RESERVATION_ID,
+        wk.CAPACITY_RESERVATION_TYPE,
+        wk.CAPACITY_RESERVATION_INTERRUPTIBLE,
+    )
     allowed = offering_judge(requirements)
     priced: list[tuple[float, str, InstanceType, tuple[Offering, ...]]] = []
     for instance_type in catalog:
@@ -198,6 +220,7 @@ def build_templates(
     catalog: Catalog,
     daemonsets: tuple[Pod, ...],
     settings: Settings,
+    reservations: ByClass = (),
 ) -> tuple[NodeTemplate, ...]:
     classes = {node_class.name: node_class for node_class in node_classes}
     ordered = sorted(pools, key=lambda p: (-p.weight, p.name))
@@ -206,9 +229,13 @@ def build_templates(
         node_class = classes.get(pool.node_class) or NodeClass(
             name=pool.node_class, origin=Origin("karpenter.k8s.aws/v1", "EC2NodeClass")
         )
-        key = ("template", pool, node_class, daemonsets, settings)
+        found = reservations_of(reservations, node_class.name)
+        key = ("template", pool, node_class, daemonsets, settings, found)
         templates.append(
-            catalog.memo(key, lambda: build_template(pool, node_class, catalog, daemonsets, settings))  # noqa: B023
+            catalog.memo(
+                key,
+                lambda: build_template(pool, node_class, catalog, daemonsets, settings, found),  # noqa: B023
+            )
         )
     return tuple(templates)
 

@@ -14,7 +14,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export MOTO_EC2_LOAD_DEFAULT_AMIS := false
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: demo test lint unit bench bench-scale synth tools clean chaos fuzz
+.PHONY: demo test test-fast lint unit bench bench-scale synth tools clean chaos fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ unit: tools
 	PATH="$(CURDIR)/$(CDK_DIR)/node_modules/.bin:$$PATH" $(VENV)/bin/pytest -n 2 --dist loadgroup
 
 test: lint unit
+
+# The fast loop while editing: every test not marked `slow` (tests/README.md says what is), in one process.
+test-fast: tools
+	PATH="$(CURDIR)/$(CDK_DIR)/node_modules/.bin:$$PATH" $(VENV)/bin/pytest -m "not slow" $(ARGS)
 
 chaos: $(STAMP)
 	$(VENV)/bin/longshore chaos --seeds $${SEEDS:-200} --jobs 2 --report reports/chaos

@@ -174,6 +174,21 @@ def node_class(name: str = "default", **fields: Any) -> NodeClass:
     return NodeClass(name=name, origin=V1_CLASS, **fields)
 
 
+def ec2_node_class_yaml(name: str = "default", cluster: str = "demo") -> str:
+    """A minimal valid `karpenter.k8s.aws/v1` EC2NodeClass as one YAML document (AL2023, the node role and
+    discovery tags of `cluster`), for tests that write Karpenter manifests as text."""
+    return f"""\
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: {name}}}
+spec:
+  role: KarpenterNodeRole-{cluster}
+  amiSelectorTerms: [{{alias: al2023@latest}}]
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: {cluster}}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: {cluster}}}}}]
+"""
+
+
 def pool(
     name: str = "default",
     *,

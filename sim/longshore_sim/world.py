@@ -42,6 +42,11 @@ The functions:
   world itself: `trigger()` records the request and calls `provisioner_triggers` (the runner starts a
   provisioner pass at once).
 
+The world is three modules: this one (building the world and its functions, time, the provisioner's
+invocations, workloads), `world_traffic` (workflow steps, triggers, the webhook, the interruption queue, AMI
+releases) and `world_observation` (instances and prices read from moto's backend, EC2 call observers);
+`SimulatedWorld` is the one class, made of the other two's parts.
+
 `runtime` is the world's own view through the same wiring (`store`, `lease`, `instances`, `kube`...), for tests
 and observers. Tests use the world directly to inject faults (`fleet`, `throttle`, `cluster.emulator.faults`)
 and assert outcomes; `sim.runner.ScenarioRunner` drives it from a scenario file.
@@ -50,11 +55,10 @@ and assert outcomes; `sim.runner.ScenarioRunner` drives it from a scenario file.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -71,6 +75,9 @@ from longshore.services.provisioner import (
     run_invocation,
 )
 from longshore_sim.clock import VirtualClock
+from longshore_sim.world_observation import WorldObservation
+from longshore_sim.world_observation import launched_instance_ids as launched_instance_ids
+from longshore_sim.world_traffic import WorldTraffic
 
 if TYPE_CHECKING:
     from longshore.services.disruption import DisruptionService
@@ -98,8 +105,8 @@ class VirtualTime:
         self._sleep(seconds)
 
 
-class SimulatedWorld:
-    """moto + a simulated cluster + the provisioner's adapters (see the module docstring)."""
+class SimulatedWorld(WorldTraffic, WorldObservation):
+    """moto + a simulated cluster + the functions built by the production wiring (see the module docstring)."""
 
     def __init__(
         self,
@@ -449,136 +456,6 @@ class SimulatedWorld:
             tick = start + (int(elapsed // every_s) + 1) * every_s
         return reports
 
-    # -- the disruption workflows, the interruption queue and the provisioner trigger --------------------------
-
-    def _invoke_step(self, resource: str, payload: Any) -> Any:
-        """The workflow-steps Lambda, in process (`handlers.workflow_steps.process_step`) on `step_ports`."""
-        from longshore.wiring.workflow_steps import process_step
-
-        result = process_step(payload, self.steps.get(), self.metrics)
-        if self.step_crashes > 0 and not self._crashed_last:
-            # the runtime dies after the work, before the answer (a timeout, an OOM kill); its retry is let
-            # through, so the crashes fall on successive steps
-            from longshore_sim.stepfunctions import StatesError
-
-            self.step_crashes -= 1
-            self._crashed_last = True
-            raise StatesError("Lambda.Unknown", "the function's runtime exited before answering (injected)")
-        self._crashed_last = False
-        step = str(payload.get("step") if isinstance(payload, dict) else "")
-        for observer in self.step_observers:
-            observer(step, result)
-        return result
-
-    def trigger(self, reason: str) -> None:
-        """`ports.triggers.ProvisionerTrigger`: the interruption handler asks the provisioner to run now."""
-        self.triggered.append((self.clock.now(), reason))
-        for callback in self.provisioner_triggers:
-            callback(reason)
-
-    def _admission_webhook(
-        self, operation: str, plural: str, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None:
-        """The stack's admission webhook (`deploy/webhook.yaml`, pods only): the emulator's request as the
-        function URL event Lambda would build, through `handlers.trigger.process` in process. Its provisioner
-        trigger is `trigger()`; its planner trigger calls `planner_triggers` (the runner's planner cadence)."""
-        if plural != "pods":
-            return
-        from longshore.adapters.events.admission import admission_review, function_url_event
-        from longshore.core.triggers import PLANNER, PROVISIONER
-        from longshore.wiring.trigger import process
-
-        self.webhook_calls += 1
-        uid = f"admission-{self.webhook_calls}"
-        event = function_url_event(admission_review(uid, operation, obj, old))
-        response = process(
-            event,
-            {
-                PROVISIONER: _CountedTrigger(
-                    PROVISIONER, self._webhook_provisioner_trigger, self.webhook_triggers
-                ),
-                PLANNER: _CountedTrigger(PLANNER, self._planner_trigger, self.webhook_triggers),
-            },
-        )
-        if response.get("statusCode") != 200:
-            raise RuntimeError(f"the trigger function answered {response}")
-
-    def _webhook_provisioner_trigger(self, reason: str) -> None:
-        for callback in self.provisioner_triggers:
-            callback(f"admission: {reason}")
-
-    def wake_planner(self, reason: str) -> None:
-        """Start a planner invocation now (as the trigger function does)."""
-        self._planner_trigger(reason)
-
-    def _planner_trigger(self, reason: str) -> None:
-        for callback in self.planner_triggers:
-            callback(reason)
-
-    def send_event(self, event: dict[str, Any]) -> str:
-        """Put an EventBridge event on the interruption queue, as the stack's rules do (the body is the event)."""
-        return str(self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(event))["MessageId"])
-
-    def poll_queue(self) -> int:
-        """One poll of the event source mapping: receive up to 10 messages, run the interruption Lambda on them,
-        delete the ones it did not report as failed and make the failed ones visible again. Returns how many
-        messages were delivered."""
-        from longshore.adapters.events.sqs import lambda_sqs_event
-        from longshore.wiring.interruption import process_batch
-
-        messages = self.sqs.receive_message(
-            QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
-        ).get("Messages", [])
-        if not messages:
-            return 0
-        response = process_batch(
-            lambda_sqs_event(messages, self.queue_arn, self.config.region),
-            self.interruptions.get(),
-            self.time,
-            self.metrics,
-        )
-        self.interruption_responses.append(response)
-        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures") or []}
-        for message in messages:
-            if message["MessageId"] in failed:
-                self.sqs.change_message_visibility(
-                    QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
-            else:
-                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
-        return len(messages)
-
-    def queue_depth(self) -> int:
-        attributes = self.sqs.get_queue_attributes(
-            QueueUrl=self.queue_url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-        )["Attributes"]
-        return int(attributes.get("ApproximateNumberOfMessages", 0)) + int(
-            attributes.get("ApproximateNumberOfMessagesNotVisible", 0)
-        )
-
-    def publish_amis(self, release: str) -> dict[str, str]:
-        """A new EKS AMI release: register an image per variant and point the public SSM parameters at it
-        (what AWS does when it publishes an AMI). Returns {parameter name: new image id}."""
-        from longshore.adapters.aws.amis import ssm_parameter_name
-        from longshore_sim.aws import AMI_VARIANTS, put_public_parameter, register_image
-
-        published: dict[str, str] = {}
-        version = self.config.kubernetes_version
-        for family, arch, accelerator in AMI_VARIANTS:
-            name = f"{family.lower()}-{arch}-{accelerator or 'standard'}-{version}-{release}"
-            image = register_image(self.ec2_reader, name, arch)
-            parameter = ssm_parameter_name(family, version, arch, accelerator)
-            put_public_parameter(self.config.region, parameter, image)
-            published[parameter] = image
-        # The launcher's resolver trusts an answer for 5 minutes (REFRESH_SECONDS); the scenario publishes at a
-        # chosen instant and wants launches from then on to use it, as a cold container would: start afresh.
-        for runtime in self._runtimes:
-            launcher = runtime.__dict__.get("launcher")
-            if launcher is not None:
-                launcher.fleet.forget_images()
-        return published
-
     # -- workloads -------------------------------------------------------------------------------------------
 
     def apply(self, manifest: dict[str, Any]) -> None:
@@ -596,97 +473,3 @@ class SimulatedWorld:
             self.apply(document)
             created.append(f"{document.get('kind')}/{(document.get('metadata') or {}).get('name')}")
         return created
-
-    # -- observation ------------------------------------------------------------------------------------------
-
-    def _ec2_backend(self) -> Any:
-        from moto.ec2.models import ec2_backends
-
-        from longshore_sim.aws import ACCOUNT_ID
-
-        return ec2_backends[ACCOUNT_ID][self.config.region]
-
-    def live_instance_ids(self, tag: str = "longshore.io/cluster", value: str | None = None) -> list[str]:
-        """Ids of the pending and running instances tagged `tag=value` (default: the cluster's), read from
-        moto's EC2 backend in process: the simulation's own observation (the runner's quiet-world check and
-        launch observer), not the product's I/O, so it costs no botocore request and no response
-        serialisation. Same answer as DescribeInstances with those filters (`live_instances`)."""
-        backend = self._ec2_backend()
-        tags = backend.tags
-        wanted = self.config.name if value is None else value
-        return [
-            instance.id
-            for reservation in backend.reservations.values()
-            for instance in reservation.instances
-            if instance.state in ("pending", "running") and tags.get(instance.id, {}).get(tag) == wanted
-        ]
-
-    def observed_instance(self, instance_id: str) -> dict[str, Any]:
-        """What the runner's launch observer reads of an instance (id, type, lifecycle, zone, tags), in
-        DescribeInstances' shape, from moto's EC2 backend in process (see `live_instance_ids`)."""
-        backend = self._ec2_backend()
-        instance = backend.get_instance(instance_id)
-        found: dict[str, Any] = {
-            "InstanceId": instance.id,
-            "InstanceType": instance.instance_type,
-            "Placement": {"AvailabilityZone": instance.placement.zone},
-            "Tags": [{"Key": k, "Value": v} for k, v in backend.tags.get(instance.id, {}).items()],
-        }
-        if instance.lifecycle:
-            found["InstanceLifecycle"] = instance.lifecycle
-        return found
-
-    def live_instances(self) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        paginator = self.ec2_reader.get_paginator("describe_instances")
-        for page in paginator.paginate(
-            Filters=[
-                {"Name": "tag:longshore.io/cluster", "Values": [self.config.name]},
-                {"Name": "instance-state-name", "Values": ["pending", "running"]},
-            ]
-        ):
-            for reservation in page["Reservations"]:
-                found.extend(reservation["Instances"])
-        return found
-
-    def price_of_instance(self, instance: dict[str, Any]) -> float:
-        capacity_type = "spot" if instance.get("InstanceLifecycle") == "spot" else "on-demand"
-        zone = str((instance.get("Placement") or {}).get("AvailabilityZone", ""))
-        return self._price_of(str(instance.get("InstanceType")), zone, capacity_type) or 0.0
-
-    def _price_of(self, instance_type: str, zone: str, capacity_type: str) -> float | None:
-        found = self.catalog.get(instance_type)
-        if found is None:
-            return None
-        return next(
-            (o.price for o in found.offerings if o.zone == zone and o.capacity_type == capacity_type), None
-        )
-
-    def _on_fleet_request(self, **_: Any) -> None:
-        self.fleet_request_times.append(self.clock.now())
-
-    def _on_fleet_answer(self, parsed: dict[str, Any], **_: Any) -> None:
-        for observer in self.launch_observers:
-            observer(parsed)
-
-    def _on_terminate(self, parsed: dict[str, Any], **_: Any) -> None:
-        ids = [str(i["InstanceId"]) for i in parsed.get("TerminatingInstances") or []]
-        for observer in self.terminate_observers:
-            observer(ids)
-
-
-def launched_instance_ids(parsed: dict[str, Any]) -> Iterable[str]:
-    """Instance ids in a CreateFleet answer."""
-    for entry in parsed.get("Instances") or []:
-        yield from (str(i) for i in entry.get("InstanceIds") or [])
-
-
-class _CountedTrigger:
-    """`ports.triggers.Trigger` for the simulated webhook: counts the triggers per target, then fires."""
-
-    def __init__(self, target: str, fire: Callable[[str], None], counts: dict[str, int]) -> None:
-        self.target, self.fire, self.counts = target, fire, counts
-
-    def trigger(self, reason: str) -> None:
-        self.counts[self.target] = self.counts.get(self.target, 0) + 1
-        self.fire(reason)

@@ -7,9 +7,13 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 import longshore
 from longshore.adapters.aws.instance_types import offline_catalog
 from longshore_sim.ec2_data import expected_files
+
+pytestmark = pytest.mark.slow
 
 SHIPPED = Path(longshore.__file__).resolve().parent / "data" / "ec2"
 

@@ -31,6 +31,7 @@ from longshore_sim.clock import VirtualClock
 from tests.adapters.conftest import CLUSTER, World
 
 
+@pytest.mark.slow
 def test_describe_cluster_reads_endpoint_ca_version_and_cidr(shared_world: World) -> None:
     world = shared_world
     info = describe_cluster(world.session.client("eks"), CLUSTER)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from longshore.adapters.aws.instances import Ec2InstanceStatuses, to_instance_status
 from longshore.core.disruption.state import InstanceStatus
 from tests.adapters.conftest import World, request
@@ -13,6 +15,7 @@ from tests.adapters.conftest import World, request
 NOW = 2_000_000.0
 
 
+@pytest.mark.slow
 def test_a_running_instance_reads_healthy_on_moto_and_unknown_ids_are_left_out(world: World) -> None:
     result = world.launcher().launch(request(pods=("default/a",)), NOW)
     assert result.instance_id

@@ -50,6 +50,7 @@ def test_catalog_covers_moto_types_across_pages(moto_catalog: tuple[Catalog, Any
     assert "mac1.metal" not in catalog  # x86_64_mac is not an architecture Karpenter launches
 
 
+@pytest.mark.slow
 def test_m5_large_labels_and_allocatable_match_karpenter(moto_catalog: tuple[Catalog, Any]) -> None:
     m5 = moto_catalog[0]["m5.large"]
     labels = dict(m5.labels)
@@ -86,6 +87,7 @@ def test_graviton_is_arm64_with_cma_reserved(moto_catalog: tuple[Catalog, Any]) 
     )  # same shape as a1.large in Karpenter's table
 
 
+@pytest.mark.slow
 def test_gpu_types_carry_gpu_labels_and_resources(moto_catalog: tuple[Catalog, Any]) -> None:
     g4 = moto_catalog[0]["g4dn.xlarge"]
     labels = dict(g4.labels)
@@ -97,6 +99,7 @@ def test_gpu_types_carry_gpu_labels_and_resources(moto_catalog: tuple[Catalog, A
     assert allocatable(g4)["nvidia.com/gpu"] == 1
 
 
+@pytest.mark.slow
 def test_offerings_follow_ec2_offerings_and_the_price_table(moto_catalog: tuple[Catalog, Any]) -> None:
     catalog, ec2 = moto_catalog
     offered = {
@@ -118,6 +121,7 @@ def test_offerings_follow_ec2_offerings_and_the_price_table(moto_catalog: tuple[
     assert "table" in catalog.price_source
 
 
+@pytest.mark.slow
 def test_pool_filtering_on_the_real_catalog(moto_catalog: tuple[Catalog, Any]) -> None:
     pool = Requirements.of(
         [
@@ -151,6 +155,7 @@ def test_moto_prices_fall_back_to_the_table_and_say_so(caplog: pytest.LogCapture
     assert prices.on_demand_price("m5.large") == 0.096
 
 
+@pytest.mark.slow
 def test_zone_restriction_and_catalog_cache(moto_catalog: tuple[Catalog, Any]) -> None:
     _, ec2 = moto_catalog
     clock = VirtualClock(1_000_000.0)
@@ -247,6 +252,7 @@ def test_shipped_table_is_what_the_documented_models_produce() -> None:
 
 
 # --- `longshore catalog` -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_catalog_report_for_the_seed_pools(moto_catalog: tuple[Catalog, Any]) -> None:
     from longshore.cli.catalog import build_report
     from longshore.config import load_cluster
@@ -276,6 +282,7 @@ def test_catalog_report_for_the_seed_pools(moto_catalog: tuple[Catalog, Any]) ->
     assert cheapest == sorted(cheapest)
 
 
+@pytest.mark.slow
 def test_catalog_report_previews_overlay_prices(moto_catalog: tuple[Catalog, Any]) -> None:
     import dataclasses
 
@@ -303,6 +310,7 @@ def test_catalog_report_previews_overlay_prices(moto_catalog: tuple[Catalog, Any
         assert offering["adjusted"] and offering["price"] == pytest.approx(11 * offering["list_price"])
 
 
+@pytest.mark.slow
 def test_catalog_report_explains_an_empty_pool(moto_catalog: tuple[Catalog, Any]) -> None:
     from longshore.cli.catalog import build_report
     from longshore.config import load_cluster
@@ -348,6 +356,7 @@ def test_catalog_command_prints_json_for_the_seed_region() -> None:
         assert row["offerings"]
 
 
+@pytest.mark.slow
 def test_catalog_report_applies_karpenter_defaults(moto_catalog: tuple[Catalog, Any]) -> None:
     from longshore.cli.catalog import build_report
     from longshore.config import load_cluster

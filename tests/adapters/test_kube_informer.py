@@ -53,6 +53,7 @@ def _server_names(emulator: KubeApiEmulator, plural: str) -> list[str]:
     return _names(emulator.store.list(plural))
 
 
+@pytest.mark.slow
 def test_later_reads_apply_only_what_changed(
     emulator: KubeApiEmulator, kube: KubeCluster, cache: ClusterCache
 ) -> None:

@@ -49,6 +49,7 @@ def _user_data(world: World, instance_id: str) -> str:
     return str(attribute["UserData"]["Value"])
 
 
+@pytest.mark.slow
 def test_launch_creates_one_tagged_instance_and_records_the_claim(world: World) -> None:
     req = request()
     result = world.launcher().launch(req, NOW)
@@ -98,6 +99,7 @@ def test_on_demand_launch_uses_lowest_price(world: World) -> None:
     assert world.live_instances()[0].get("InstanceLifecycle") != "spot"
 
 
+@pytest.mark.slow
 def test_launch_templates_are_shared_and_recreated_when_deleted(world: World) -> None:
     launcher = world.launcher()
     first = launcher.launch(request(pods=("default/a",)), NOW)
@@ -111,6 +113,7 @@ def test_launch_templates_are_shared_and_recreated_when_deleted(world: World) ->
     assert len(world.live_instances()) == 3
 
 
+@pytest.mark.slow
 def test_unused_launch_templates_are_collected_after_the_grace(world: World) -> None:
     launcher = world.launcher()
     result = launcher.launch(request(), NOW)
@@ -121,6 +124,7 @@ def test_unused_launch_templates_are_collected_after_the_grace(world: World) -> 
     assert launcher.fleet.templates.owned() == ()
 
 
+@pytest.mark.slow
 def test_at_most_sixty_overrides_per_call_cheapest_first(world: World) -> None:
     many = tuple(
         LaunchOption(
@@ -154,6 +158,7 @@ def test_capacity_errors_on_the_cheapest_pools_fall_back_in_the_same_run(world: 
     assert sorted(m.name for m in result.metrics) == ["LaunchFailures"] * 3 + ["NodeClaimsCreated"]
 
 
+@pytest.mark.slow
 def test_when_every_spot_pool_is_exhausted_the_claim_launches_on_demand(world: World) -> None:
     for option in options(capacity_types=("spot",)):
         world.fleet.make_unavailable(option.instance_type, option.zone, "spot")
@@ -165,6 +170,7 @@ def test_when_every_spot_pool_is_exhausted_the_claim_launches_on_demand(world: W
     )  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_capacity_errors_on_every_pool_leave_the_pods_pending_without_a_tight_loop(world: World) -> None:
     for option in options():
         world.fleet.make_unavailable(option.instance_type, option.zone, option.capacity_type)
@@ -208,6 +214,7 @@ def test_throttling_beyond_botocore_is_retried_with_our_bounded_backoff(
     assert len(world.live_instances()) == 1
 
 
+@pytest.mark.slow
 def test_persistent_throttling_fails_the_claim_cleanly(world: World) -> None:
     world.throttle.throttle("CreateFleet", 1000)
     req = request()
@@ -218,6 +225,7 @@ def test_persistent_throttling_fails_the_claim_cleanly(world: World) -> None:
     assert world.live_instances() == []
 
 
+@pytest.mark.slow
 def test_crash_after_create_fleet_never_duplicates_and_the_instance_is_adopted(world: World) -> None:
     req = request()
     world.fleet.crash_after_create_fleet = 1
@@ -241,6 +249,7 @@ def test_crash_after_create_fleet_never_duplicates_and_the_instance_is_adopted(w
     assert len(world.live_instances()) == 1
 
 
+@pytest.mark.slow
 def test_a_second_launch_of_the_same_claim_during_create_fleet_does_nothing(world: World) -> None:
     req = request()
     second: list[Any] = []
@@ -261,6 +270,7 @@ def test_a_second_launch_of_the_same_claim_during_create_fleet_does_nothing(worl
     assert len(world.live_instances()) == 1
 
 
+@pytest.mark.slow
 def test_two_threads_launching_the_same_claim_make_one_instance(world: World) -> None:
     req = request()
     barrier = threading.Barrier(2)
@@ -278,6 +288,7 @@ def test_two_threads_launching_the_same_claim_make_one_instance(world: World) ->
     assert len(world.live_instances()) == 1
 
 
+@pytest.mark.slow
 def test_a_repeated_client_token_returns_the_first_answer_without_launching(world: World) -> None:
     req = request()
     result = world.launcher().launch(req, NOW)
@@ -304,6 +315,7 @@ def test_a_repeated_client_token_returns_the_first_answer_without_launching(worl
     assert result.status == "launched"
 
 
+@pytest.mark.slow
 def test_a_node_class_that_cannot_launch_fails_its_claim_with_a_clear_reason(world: World) -> None:
     """A node class error (here: its subnet selector matches no subnet) is one bad claim, not a crashed run."""
     bad = node_class(subnet_selector_terms=(SelectorTerm(tags=(("karpenter.sh/discovery", "nowhere"),)),))
@@ -331,6 +343,7 @@ def _slow_first_create_fleet(world: World, during: Any) -> list[Any]:
     return answers
 
 
+@pytest.mark.slow
 def test_a_takeover_during_a_launch_slower_than_the_lease_launches_one_instance(world: World) -> None:
     """Run A's CreateFleet outlives the attempt lease; run B takes the claim over and launches. One instance."""
     req = request()
@@ -347,6 +360,7 @@ def test_a_takeover_during_a_launch_slower_than_the_lease_launches_one_instance(
     assert first.status == "exists" and first.instance_id == instance["InstanceId"]
 
 
+@pytest.mark.slow
 def test_a_run_that_lost_its_claim_during_a_slow_launch_makes_no_further_fleet_call(world: World) -> None:
     """A's first call (every spot pool refused) outlives the lease; B takes over and launches on demand. A,
     whose claim changed under it, stops instead of launching its own on-demand fallback."""
@@ -366,6 +380,7 @@ def test_a_run_that_lost_its_claim_during_a_slow_launch_makes_no_further_fleet_c
     assert record is not None and (record.state, record.instance_id) == ("launched", instance["InstanceId"])
 
 
+@pytest.mark.slow
 def test_a_failed_run_does_not_forget_a_claim_another_run_took_over_and_launched(world: World) -> None:
     """A's slow first call is throttled to failure; meanwhile B took over and launched. A's cleanup must not
     delete B's record (the pods would be planned again: a second node)."""
@@ -387,6 +402,7 @@ def test_a_failed_run_does_not_forget_a_claim_another_run_took_over_and_launched
     assert len(world.live_instances()) == 1
 
 
+@pytest.mark.slow
 def test_a_takeover_whose_repeated_token_ec2_refuses_waits_instead_of_launching_anew(world: World) -> None:
     """The previous owner's attempt reached EC2 with other parameters (EC2 answers the repeated ClientToken with
     IdempotentParameterMismatch) and its instance is not visible yet: the claim is left `launching` for the

@@ -13,6 +13,8 @@ import contextlib
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.core import telemetry
 from longshore.core.claims import LAUNCH_TIMEOUT_S, ORPHAN_GRACE_S, REGISTRATION_TIMEOUT_S
@@ -65,6 +67,7 @@ def _state(world: World, instance_id: str) -> str:
     return str(reservations[0]["Instances"][0]["State"]["Name"])
 
 
+@pytest.mark.slow
 def test_registration_then_initialization(world: World) -> None:
     lifecycle, cluster, sink = _lifecycle(world)
     claim_id, provider = _launched(world)
@@ -96,6 +99,7 @@ def test_registration_then_initialization(world: World) -> None:
     assert record is not None and (record.state, record.initialized_at) == ("initialized", NOW + 50)
 
 
+@pytest.mark.slow
 def test_an_instance_that_never_registers_is_terminated_and_its_claim_forgotten(world: World) -> None:
     lifecycle, _, sink = _lifecycle(world)
     claim_id, _ = _launched(world)
@@ -110,6 +114,7 @@ def test_an_instance_that_never_registers_is_terminated_and_its_claim_forgotten(
     assert sink.total(telemetry.REGISTRATION_TIMEOUTS) == 1
 
 
+@pytest.mark.slow
 def test_a_claim_whose_instance_terminated_is_forgotten(world: World) -> None:
     lifecycle, _, _ = _lifecycle(world)
     claim_id, _ = _launched(world)
@@ -119,6 +124,7 @@ def test_a_claim_whose_instance_terminated_is_forgotten(world: World) -> None:
     assert world.store.get(claim_id) is None
 
 
+@pytest.mark.slow
 def test_crash_after_create_fleet_the_lifecycle_adopts_the_instance(world: World) -> None:
     lifecycle, _, _ = _lifecycle(world)
     claim_id, instance_id = _crashed_after_create_fleet(world)
@@ -144,6 +150,7 @@ def test_a_launching_claim_without_an_instance_is_forgotten_after_the_launch_tim
     assert world.store.get(req.claim.id) is None
 
 
+@pytest.mark.slow
 def test_an_orphan_that_never_registered_is_terminated_only_after_the_registration_timeout(
     world: World,
 ) -> None:
@@ -163,6 +170,7 @@ def test_an_orphan_that_never_registered_is_terminated_only_after_the_registrati
     assert sink.total(telemetry.ORPHANS_TERMINATED) == 1
 
 
+@pytest.mark.slow
 def test_a_duplicate_instance_tagged_with_a_claim_that_records_another_is_collected(world: World) -> None:
     """A takeover that launched again (the first run's instance not yet visible) leaves two instances tagged
     with one claim; the record keeps one, and the other must not live on, unowned, forever."""
@@ -193,6 +201,7 @@ def test_a_duplicate_instance_tagged_with_a_claim_that_records_another_is_collec
     assert sink.total(telemetry.ORPHANS_TERMINATED) == 1
 
 
+@pytest.mark.slow
 def test_a_registration_whose_node_patch_failed_is_retried_next_pass(world: World) -> None:
     lifecycle, cluster, _ = _lifecycle(world)
     claim_id, provider = _launched(world)
@@ -281,6 +290,7 @@ def _nodes_for(world: World, instance_ids: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 def test_an_emptied_claim_table_terminates_no_live_node_and_rebuilds_the_claims(world: World) -> None:
     lifecycle, cluster, sink = _lifecycle(world)
     ids = _tagged_instances(world, 3)
@@ -301,6 +311,7 @@ def test_an_emptied_claim_table_terminates_no_live_node_and_rebuilds_the_claims(
     assert sorted(after.claim_ids("initialize")) == sorted(c.id for c in rebuilt.values())
 
 
+@pytest.mark.slow
 def test_mass_orphans_stop_collection_and_raise_the_metric(world: World) -> None:
     """Three never-registered unclaimed instances of three: more than max(1, 10 %) = 1, so none is taken."""
     lifecycle, _, sink = _lifecycle(world)
@@ -314,6 +325,7 @@ def test_mass_orphans_stop_collection_and_raise_the_metric(world: World) -> None
     assert sink.total(telemetry.ORPHANS_TERMINATED) == 0
 
 
+@pytest.mark.slow
 def test_one_pass_collects_at_most_one_orphan_in_a_small_cluster(world: World) -> None:
     """One never-registered orphan among live nodes is within the bound; a live-node orphan is re-adopted."""
     lifecycle, cluster, sink = _lifecycle(world)

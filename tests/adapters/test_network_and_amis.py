@@ -40,6 +40,7 @@ def test_subnets_by_tag_value_wildcard_id_and_name(world: World) -> None:
     assert [s.zone for s in ored] == ["us-east-1a", "us-east-1c"]
 
 
+@pytest.mark.slow
 def test_tags_within_a_term_are_anded(world: World) -> None:
     term = SelectorTerm(tags=(("karpenter.sh/discovery", CLUSTER), ("Name", f"{CLUSTER}-private-us-east-1a")))
     assert [s.zone for s in select_subnets(world.ec2, [term])] == ["us-east-1a"]
@@ -100,6 +101,7 @@ def test_parameter_names_follow_the_published_layout() -> None:
     )
 
 
+@pytest.mark.slow
 def test_pinned_alias_reads_the_pinned_parameter(world: World) -> None:
     image = register_image(world.ec2, "bottlerocket-pinned", "x86_64")
     put_public_parameter(

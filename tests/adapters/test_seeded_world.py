@@ -18,6 +18,7 @@ from longshore_sim.aws import AMI_VARIANTS
 from tests.adapters.conftest import CLUSTER, World, node_class
 
 
+@pytest.mark.slow
 def test_seeded_network_and_identity(shared_world: World) -> None:
     world = shared_world
     subnets = world.ec2.describe_subnets(

@@ -65,6 +65,7 @@ def test_emulator_launches_nothing_when_every_pool_is_refused(world: World) -> N
     assert world.live_instances() == []
 
 
+@pytest.mark.slow
 def test_emulators_attached_to_a_session_reach_clients_created_later(world: World) -> None:
     session = boto3.session.Session(
         region_name="us-east-1"

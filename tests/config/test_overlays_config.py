@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from longshore.config import ConfigErrors, load_cluster_text
+from tests.builders import ec2_node_class_yaml
 
 POOL = """
 apiVersion: karpenter.sh/v1
@@ -17,15 +18,7 @@ spec:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-demo
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-"""
+""" + ec2_node_class_yaml()
 OVERLAY = """
 ---
 apiVersion: karpenter.sh/v1alpha1

@@ -18,6 +18,7 @@ class Suite:
     name: str
     runner: str  # module with `run(case)`
     modules: tuple[str, ...]  # modules with `CASES`
+    slow: bool = False  # its cases are marked `slow` (out of the `-m "not slow"` loop; tests/README.md)
 
     def run(self) -> Callable[[Case], None]:
         return importlib.import_module(f"tests.conformance.{self.runner}").run  # type: ignore[no-any-return]
@@ -34,6 +35,7 @@ SUITES = (
         "scheduling",
         "scheduling",
         ("scheduling_suite", "scheduling_topology", "scheduling_instance_selection", "provisioning_suite"),
+        slow=True,  # 238 placements on real catalogs: about 25 s, three quarters of the conformance run
     ),
     Suite(
         "validation",
@@ -45,6 +47,6 @@ SUITES = (
             "validation_core_nodeoverlay",
         ),
     ),
-    Suite("examples", "examples", ("examples",)),
+    Suite("examples", "examples", ("examples",), slow=True),  # whole example manifests solved: about 5 s
     Suite("allocatable", "allocatable", ("allocatable_instancetype",)),
 )

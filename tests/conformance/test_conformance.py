@@ -1,4 +1,5 @@
-"""Every conformance case as a pytest test; known bugs are strict xfails (they fail the run once fixed)."""
+"""Every conformance case as a pytest test; known bugs are strict xfails (they fail the run once fixed); the cases
+of a `slow` suite are marked `slow`."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def _params() -> list[object]:
                 if case.known_bug
                 else []
             )
+            if suite.slow:
+                marks.append(pytest.mark.slow)
             params.append(pytest.param(run, case, id=f"{suite.name}::{case.id}", marks=marks))
     return params
 

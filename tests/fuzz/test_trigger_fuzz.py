@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,6 +118,7 @@ def check_trigger(event: Any) -> None:
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trigger_events())
+@pytest.mark.slow
 def test_the_trigger_answers_every_request_with_a_status_never_a_traceback(event: Any) -> None:
     check_trigger(event)
 

@@ -13,7 +13,7 @@ from infra.bundling import PACKAGE_DIR, BundleSpec, LocalPythonBundling, runtime
 
 from tests.infra.conftest import CDK_CLI, REPO
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 BAD_CLUSTER = """\
 apiVersion: longshore.io/v1alpha1

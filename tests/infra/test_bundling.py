@@ -17,7 +17,7 @@ from infra.bundling import (
     runtime_requirements,
 )
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 
 def test_runtime_requirements_are_the_pinned_runtime_dependencies_without_the_cli() -> None:

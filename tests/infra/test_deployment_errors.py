@@ -10,7 +10,7 @@ from infra.settings import DeploymentSettings
 
 from longshore.core.model import ClusterConfig, NodeClass, Origin
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 ORIGIN = Origin("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate")
 

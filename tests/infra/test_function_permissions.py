@@ -18,7 +18,7 @@ from infra.permissions import EVENT_SOURCE_ACTIONS, FUNCTION_ACTIONS, HANDLER_MO
 from tests.infra import calls
 from tests.infra.conftest import Synthesis, resources
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 PLUMBING_PREFIXES = ("logs:", "xray:")
 """Granted by CDK for every function's own log group and tracing, not by the table."""

@@ -11,7 +11,7 @@ from infra.iam import CLUSTER_TAG
 from longshore.adapters.aws import tags
 from tests.infra.conftest import Synthesis, resources
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 READ_ONLY = re.compile(r"^[a-z0-9-]+:(Describe|Get|List)[A-Za-z]*$")
 AWS_REQUIRES_UNSCOPED = {

@@ -9,7 +9,7 @@ import pytest
 
 from tests.infra.conftest import Synthesis
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 
 def _findings(synthesis: Synthesis, stack: str) -> list[tuple[str, str, str]]:

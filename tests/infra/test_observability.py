@@ -16,7 +16,7 @@ import pytest
 from longshore.core import telemetry
 from tests.infra.conftest import Synthesis, function_by_handler, resources
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 SEARCH = re.compile(
     r"""^SEARCH\('Namespace="(\w+)" MetricName="(\w+)" service="([\w-]+)"', '(\w+)', \d+\)$"""

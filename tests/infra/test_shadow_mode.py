@@ -18,7 +18,7 @@ from infra.stack import LongshoreStack
 from longshore.config.settings import RuntimeSettings
 from tests.infra.conftest import Synthesis, resources
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 HANDLERS = {
     f"longshore.handlers.{name}.handler"

@@ -16,7 +16,7 @@ from infra.state_machines import UnknownIntegration, integration_statements, tas
 from longshore.workflow.definition import disruption_definition, rotation_definition
 from tests.infra.conftest import CDK_CLI, Synthesis, resources
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 FAKE = {
     "AWS::Partition": "aws",

@@ -15,7 +15,7 @@ from longshore.core import telemetry
 from longshore.core.model import ClusterConfig, Origin
 from tests.infra.conftest import REPO, Synthesis, function_by_handler, resources
 
-pytestmark = pytest.mark.cdk
+pytestmark = [pytest.mark.slow, pytest.mark.cdk]
 
 HANDLERS = {
     "provisioner": "longshore.handlers.provisioner.handler",

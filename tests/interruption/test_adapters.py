@@ -95,6 +95,7 @@ def test_starting_the_same_disruption_twice_starts_one_execution(aws: None) -> N
     assert json.loads(described["input"]) == warning.to_input()
 
 
+@pytest.mark.slow
 def test_the_handler_wires_production_adapters_from_the_environment(
     aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,8 @@ from longshore.core import telemetry
 from longshore.wiring.interruption import process_batch
 from tests.fakes import Metrics
 from tests.interruption.fakes import EVENTS, World, claim, event_for, instance_id, sqs_event
+
+pytestmark = pytest.mark.slow
 
 SAMPLES = sorted(p.name for p in EVENTS.glob("*.json") if not p.name.startswith("malformed-truncated"))
 json_values = st.recursive(

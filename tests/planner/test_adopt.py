@@ -31,6 +31,8 @@ from tests.planner.test_explain import CONFIG
 from tests.planner.test_status import karpenter_nodeclaim, kubeconfig
 from tests.workflow.fakes import START
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[dict[str, Any]]:

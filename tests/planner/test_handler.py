@@ -116,6 +116,7 @@ def test_resolved_images_cover_every_variant_and_refresh() -> None:
     assert images.current_images(node_class()) == frozenset({"ami-3"})
 
 
+@pytest.mark.slow
 def test_build_service_wires_the_production_adapters_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from longshore.services.disruption_invocation import PlannerTotals
 from longshore.services.invocation import InvocationReport
 from longshore.services.provisioner import ProvisionerSettings, ProvisionerTotals
@@ -19,6 +21,7 @@ from tests.provisioning.conftest import running
 MakeWorld = Callable[..., SimulatedWorld]
 
 
+@pytest.mark.slow
 def test_a_quiet_cluster_costs_one_pass(make_world: MakeWorld) -> None:
     world = make_world()
     started = world.clock.now()
@@ -29,6 +32,7 @@ def test_a_quiet_cluster_costs_one_pass(make_world: MakeWorld) -> None:
     assert world.clock.now() - started < 1, "no idle polling was billed"
 
 
+@pytest.mark.slow
 def test_without_exit_when_quiet_the_loop_runs_until_shortly_before_the_timeout(
     make_world: MakeWorld,
 ) -> None:
@@ -41,6 +45,7 @@ def test_without_exit_when_quiet_the_loop_runs_until_shortly_before_the_timeout(
     assert 120 - 15 - 1 <= world.clock.now() - started <= 120
 
 
+@pytest.mark.slow
 def test_a_pod_the_scheduler_has_not_judged_yet_keeps_the_invocation_polling(make_world: MakeWorld) -> None:
     world = make_world()
     world.cluster.store.admission.clear()  # no webhook: this invocation is the only one
@@ -61,6 +66,7 @@ def test_a_pod_the_scheduler_has_not_judged_yet_keeps_the_invocation_polling(mak
     assert world.clock.now() - started < 120 - 15
 
 
+@pytest.mark.slow
 def test_the_schedule_retries_what_a_quiet_invocation_left(make_world: MakeWorld) -> None:
     world = make_world()
     world.cluster.store.admission.clear()  # no webhook: only the every-minute schedule runs the provisioner

@@ -32,6 +32,8 @@ from tests.provisioning.conftest import (
     unbound,
 )
 
+pytestmark = pytest.mark.slow
+
 MakeWorld = Callable[..., SimulatedWorld]
 
 

@@ -36,6 +36,8 @@ from tests.replacement.conftest import (
     running_pod,
 )
 
+pytestmark = pytest.mark.slow
+
 
 def cheapest_fitting(config: ClusterConfig, pool_name: str, requests: Resources) -> str:
     """The oracle: the pool's cheapest on-demand type (in the seeded zones) whose allocatable holds `requests`."""

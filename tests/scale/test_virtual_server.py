@@ -16,6 +16,8 @@ from kubernetes import client as k8s
 
 from longshore.adapters.kube.cluster import KubeCluster, new_cache
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def served() -> Iterator[tuple[VirtualCluster, k8s.ApiClient]]:

@@ -43,6 +43,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow
 def test_exact_mip_equals_brute_force(name: str) -> None:
     classes = CASES[name]
     exact = exact_optimum(classes, TYPES, time_limit=30)

@@ -62,6 +62,7 @@ items_strategy = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(items_strategy, st.integers(0, 3))
+@pytest.mark.slow
 def test_no_pattern_overcommits_and_every_placed_pod_is_counted(raw, limit_nodes):
     types = [
         BinType("s", (2000, 4096, 10), (1,)),

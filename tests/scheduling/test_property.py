@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,8 @@ from tests.builders import (
     zone_spread,
 )
 from tests.scheduling.checker import check
+
+pytestmark = pytest.mark.slow
 
 ZONES = ("us-east-1a", "us-east-1b")
 TYPES = catalog(

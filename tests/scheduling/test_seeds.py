@@ -31,6 +31,7 @@ def _inflate(count: int):
     return workloads.pods
 
 
+@pytest.mark.slow
 def test_inflate_on_valid_01_lands_on_cheapest_t_or_m_generation_3_or_5():
     the_catalog = real_catalog("us-east-1")
     _inp, plan = _plan("01-requirements-ttl-empty.yaml", _inflate(5), the_catalog)
@@ -67,6 +68,7 @@ def test_inflate_prefers_one_node_when_costs_tie():
     assert len(plan.new_claims) == 1
 
 
+@pytest.mark.slow
 def test_valid_04_fills_savings_plan_to_its_cpu_limit_then_spills_to_default():
     _inp, plan = _plan("04-weighted-savings-plan.yaml", _inflate(60), real_catalog("us-east-1"))
     by_pool = Counter(c.nodepool for c in plan.new_claims)
@@ -140,6 +142,7 @@ def test_valid_05_names_the_missing_memory():
     assert reason.startswith("pool gpu: no instance type has 600Gi of memory")
 
 
+@pytest.mark.slow
 def test_valid_08_keeps_to_its_two_zones_and_two_types():
     pods = (
         *replicas("api", 40, cpu="3", memory="4Gi"),

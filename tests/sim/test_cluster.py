@@ -22,6 +22,8 @@ from moto import mock_aws
 from longshore_sim.cluster import KubeletSettings, Sample, SimulatedCluster
 from tests.sim import manifests
 
+pytestmark = pytest.mark.slow
+
 CLUSTER = "demo"
 USER_DATA = (
     "#!/bin/bash\n/etc/eks/bootstrap.sh demo --kubelet-extra-args '"

@@ -56,12 +56,14 @@ def test_faults_are_scoped_to_their_route(emulator: KubeApiEmulator, core: clien
     assert core.list_namespaced_pod("default").items == []
 
 
+@pytest.mark.slow
 def test_latency_beyond_the_client_timeout(emulator: KubeApiEmulator, core: client.CoreV1Api) -> None:
     emulator.faults.add(resource="nodes", verb="list", latency=0.5)
     with pytest.raises(urllib3.exceptions.HTTPError):
         core.list_node(_request_timeout=0.1)
 
 
+@pytest.mark.slow
 def test_dropped_watch_breaks_the_stream_after_some_events(
     emulator: KubeApiEmulator, core: client.CoreV1Api
 ) -> None:

@@ -34,6 +34,7 @@ def _events(stream: Any, count: int | None = None) -> list[tuple[str, str]]:
     return events
 
 
+@pytest.mark.slow
 def test_watch_starts_with_the_current_state(core: client.CoreV1Api, emulator: KubeApiEmulator) -> None:
     core.create_namespaced_pod("default", manifests.pod("a"))
     core.create_namespaced_pod("default", manifests.pod("b"))
@@ -58,6 +59,7 @@ def test_watch_replays_changes_after_a_resource_version(core: client.CoreV1Api) 
     assert events == [("ADDED", "new", None), ("MODIFIED", "new", {"x": "1"}), ("DELETED", "new", {"x": "1"})]
 
 
+@pytest.mark.slow
 def test_lowercase_watch_true_is_accepted(core: client.CoreV1Api, emulator: KubeApiEmulator) -> None:
     # kubernetes 37 sends watch=true; passing the string through client 36 sends exactly that
     core.create_namespaced_pod("default", manifests.pod("a"))
@@ -67,6 +69,7 @@ def test_lowercase_watch_true_is_accepted(core: client.CoreV1Api, emulator: Kube
     assert any("watch=true" in r.path for r in emulator.requests)
 
 
+@pytest.mark.slow
 def test_selector_filtered_watch_sees_objects_leave_and_return(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod("default", manifests.pod("p", labels={"app": "web"}))
     start = core.list_namespaced_pod("default").metadata.resource_version
@@ -83,6 +86,7 @@ def test_selector_filtered_watch_sees_objects_leave_and_return(core: client.Core
     assert _events(stream) == [("DELETED", "p"), ("ADDED", "p")]
 
 
+@pytest.mark.slow
 def test_field_selector_watch_on_node_name(core: client.CoreV1Api, emulator: KubeApiEmulator) -> None:
     start = core.list_pod_for_all_namespaces().metadata.resource_version
     core.create_namespaced_pod("default", manifests.pod("a"))
@@ -156,6 +160,7 @@ def test_too_old_resource_version_is_410(clock: VirtualClock) -> None:
     assert caught.value.status == 410
 
 
+@pytest.mark.slow
 def test_bookmark_when_asked(core: client.CoreV1Api) -> None:
     response = core.list_namespaced_pod(
         "default", watch=True, allow_watch_bookmarks=True, timeout_seconds=1, _preload_content=False
@@ -165,6 +170,7 @@ def test_bookmark_when_asked(core: client.CoreV1Api) -> None:
     assert lines[-1]["object"]["metadata"]["resourceVersion"].isdigit()
 
 
+@pytest.mark.slow
 def test_watch_of_a_single_object_by_name(core: client.CoreV1Api) -> None:
     core.create_node(manifests.node("n1"))
     core.create_node(manifests.node("n2"))

@@ -51,6 +51,7 @@ def rows(table: str) -> list[list[str]]:
 
 
 @needs_kubectl
+@pytest.mark.slow
 def test_apply_validates_against_the_served_openapi_and_get_prints_the_real_columns(kubectl, clock) -> None:  # type: ignore[no-untyped-def]
     # GIVEN a Deployment manifest, WHEN kubectl applies it with validation on (the default)
     assert "deployment.apps/web created" in kubectl("apply", "-f", str(MANIFESTS / "deployment.yaml"))
@@ -66,6 +67,7 @@ def test_apply_validates_against_the_served_openapi_and_get_prints_the_real_colu
 
 
 @needs_kubectl
+@pytest.mark.slow
 def test_karpenter_resources_have_karpenter_columns_and_a_pool_scales(kubectl) -> None:  # type: ignore[no-untyped-def]
     out = kubectl("apply", "-f", str(MANIFESTS / "nodepool.yaml"))
     assert "nodepool.karpenter.sh/default created" in out
@@ -79,6 +81,7 @@ def test_karpenter_resources_have_karpenter_columns_and_a_pool_scales(kubectl) -
 
 
 @needs_kubectl
+@pytest.mark.slow
 def test_nodes_and_pods_print_status_columns(emulator: KubeApiEmulator, kubectl) -> None:  # type: ignore[no-untyped-def]
     emulator.store.create(
         "nodes",
@@ -148,6 +151,7 @@ def test_nodeclaims_print_type_capacity_zone_and_node(emulator: KubeApiEmulator,
 
 
 @needs_kubectl
+@pytest.mark.slow
 def test_a_watch_prints_the_same_columns_as_a_get(emulator: KubeApiEmulator, tmp_path: Path) -> None:
     # GIVEN `kubectl get nodes --watch-only` (the watch half of `kubectl get -w`)
     env = {**os.environ, "KUBECONFIG": str(kubeconfig(emulator.url, tmp_path)), "HOME": str(tmp_path)}

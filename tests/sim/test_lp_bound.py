@@ -19,8 +19,8 @@ from longshore.core.scheduling import solve
 from longshore.core.scheduling.templates import build_templates
 from longshore_sim.lp_bound import (
     ConfigurationBound,
-    configuration_bound,
     fluid_lower_bound,
+    generate_columns,
     lower_bounds,
 )
 from longshore_sim.lp_bound import _price_bin as price_bin
@@ -47,14 +47,14 @@ def bound(
     one_per_node: Sequence[bool] | None = None,
     **options: int,
 ) -> ConfigurationBound:
-    return configuration_bound(
+    return generate_columns(
         counts,
         demands,
         one_per_node or [False] * len(counts),
         bins,
         deadline=time.perf_counter() + 30,
         **options,
-    )
+    )[0]
 
 
 def config_of(*pools: NodePool) -> ClusterConfig:
@@ -205,6 +205,7 @@ tiny_bins = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(tiny_classes, tiny_bins, st.booleans())
+@pytest.mark.slow
 def test_the_bound_never_exceeds_the_cheapest_integer_packing(classes, bins_spec, use_mip) -> None:
     counts = [n for n, _, _, _ in classes]
     demands = [(cpu, gib * GIB // 2, 1) for _, cpu, gib, _ in classes]
@@ -249,6 +250,7 @@ pod_specs = st.lists(
 
 @settings(max_examples=25, deadline=None)
 @given(pod_specs)
+@pytest.mark.slow
 def test_fluid_at_most_configuration_at_most_the_provisioners_plan(specs) -> None:
     pods = []
     for index, (cpu, memory, kind, count) in enumerate(specs):

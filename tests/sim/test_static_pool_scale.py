@@ -7,9 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from longshore.config.cluster_objects import merge_cluster_objects
 from longshore.core.static_pools import StaticMember, plan
+from tests.builders import ec2_node_class_yaml
 from tests.sim.test_kubectl import kubectl, needs_kubectl  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.slow
 
 STATIC = """\
 apiVersion: karpenter.sh/v1
@@ -23,15 +28,7 @@ spec:
       requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
   limits: {nodes: "10"}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-demo
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-"""
+""" + ec2_node_class_yaml()
 CONFIG = """\
 apiVersion: longshore.io/v1alpha1
 kind: Cluster

@@ -342,6 +342,7 @@ def test_execution_timeout_and_missing_paths() -> None:
     )
 
 
+@pytest.mark.slow
 def test_history_limit_fails_a_runaway_execution() -> None:
     clock = VirtualClock(START)
     simulator = StepFunctionsSimulator(clock, lambda resource, payload: payload)

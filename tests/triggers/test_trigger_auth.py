@@ -87,6 +87,7 @@ def test_anything_that_is_not_a_request_gets_403(aws: Any, event: Any) -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_secret_is_read_once_per_container_per_cache_period(aws: Any) -> None:
     clock = VirtualClock(START)
     ports = container(aws, clock, FakeTrigger(), FakeTrigger())
@@ -100,6 +101,7 @@ def test_the_secret_is_read_once_per_container_per_cache_period(aws: Any) -> Non
     assert aws[0].reads == 2
 
 
+@pytest.mark.slow
 def test_a_burst_wakes_each_target_once_across_containers_then_again_after_the_window(aws: Any) -> None:
     clock, provisioner, planner = VirtualClock(START), FakeTrigger(), FakeTrigger()
     containers = [container(aws, clock, provisioner, planner) for _ in range(3)]

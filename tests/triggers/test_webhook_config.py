@@ -54,6 +54,7 @@ def _pods() -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("operation", ["CREATE", "DELETE"])
+@pytest.mark.slow
 def test_match_conditions_agree_with_the_decision_table(operation: str) -> None:
     for pod in _pods():
         obj, old = (pod, None) if operation == "CREATE" else (None, pod)

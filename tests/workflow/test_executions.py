@@ -13,7 +13,7 @@ from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world
 from tests.workflow.sfn_harness import StateMachines, state_machines
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")
-pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:No application metrics to publish")]
 
 
 @pytest.fixture

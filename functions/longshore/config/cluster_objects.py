@@ -27,7 +27,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,29 +104,26 @@ def merge_cluster_objects(
         return load_cluster_text(_text(ordered), name, region=region, cluster_name=cluster_name)
 
     verdicts: dict[tuple[str, str], ObjectVerdict] = {}
-    classes: dict[tuple[str, str], Mapping[str, Any]] = {
-        _key(d): d for d in config_docs if d.get("kind") in CLASS_KINDS
-    }
-    for obj in (o for o in cleaned if o.get("kind") in CLASS_KINDS):
-        verdicts[_key(obj)] = _judge(lambda obj=obj: load([obj], _ref(obj)), obj)
-        if verdicts[_key(obj)].valid:
-            classes[_key(obj)] = obj
-        else:
-            classes.pop(_key(obj), None)
-    pools: dict[tuple[str, str], Mapping[str, Any]] = {
-        _key(d): d for d in config_docs if d.get("kind") in POOL_KINDS
-    }
-    for obj in (o for o in cleaned if o.get("kind") in POOL_KINDS):
-        verdicts[_key(obj)] = _judge(lambda obj=obj: load([*classes.values(), obj], _ref(obj)), obj)
-        if verdicts[_key(obj)].valid:
-            pools[_key(obj)] = obj
-    overlays: dict[tuple[str, str], Mapping[str, Any]] = {
-        _key(d): d for d in config_docs if d.get("kind") in OVERLAY_KINDS
-    }
-    for obj in (o for o in cleaned if o.get("kind") in OVERLAY_KINDS):
-        verdicts[_key(obj)] = _judge(lambda obj=obj: load([obj], _ref(obj)), obj)
-        if verdicts[_key(obj)].valid:
-            overlays[_key(obj)] = obj
+
+    def chosen(
+        kinds: tuple[str, ...], check: Callable[[Mapping[str, Any]], object], *, drop_invalid: bool = False
+    ) -> dict[tuple[str, str], Mapping[str, Any]]:
+        # The config documents of `kinds`, each cluster object of `kinds` judged by `check` replacing its
+        # namesake when valid; an invalid one also removes its namesake when `drop_invalid` (a class).
+        kept: dict[tuple[str, str], Mapping[str, Any]] = {
+            _key(d): d for d in config_docs if d.get("kind") in kinds
+        }
+        for obj in (o for o in cleaned if o.get("kind") in kinds):
+            verdict = verdicts[_key(obj)] = _judge(check, obj)
+            if verdict.valid:
+                kept[_key(obj)] = obj
+            elif drop_invalid:
+                kept.pop(_key(obj), None)
+        return kept
+
+    classes = chosen(CLASS_KINDS, lambda obj: load([obj], _ref(obj)), drop_invalid=True)
+    pools = chosen(POOL_KINDS, lambda obj: load([*classes.values(), obj], _ref(obj)))
+    overlays = chosen(OVERLAY_KINDS, lambda obj: load([obj], _ref(obj)))
     shadowed = tuple(
         f"{kind}/{name}" for kind, name in (_key(d) for d in config_docs) if (kind, name) in verdicts
     )
@@ -184,10 +181,10 @@ def _ref(obj: Mapping[str, Any]) -> str:
     return f"{RESOURCE_OF_KIND.get(kind, kind)}/{name}"
 
 
-def _judge(load: Any, obj: Mapping[str, Any]) -> ObjectVerdict:
+def _judge(check: Callable[[Mapping[str, Any]], object], obj: Mapping[str, Any]) -> ObjectVerdict:
     kind, name = _key(obj)
     try:
-        load()
+        check(obj)
     except ConfigErrors as errors:
         return ObjectVerdict(kind, name, valid=False, message=str(errors), used=False)
     return ObjectVerdict(kind, name, valid=True)

@@ -17,7 +17,8 @@ against ports only:
    pass launches nothing twice). With one replacement, every node's execution is started at once with
    `replace=true` and the replacement's claim in its input (`SurgeWorkflow.start_surge`), so the workflow
    waits until that claim is initialized before tainting. With several, the service waits until all of them
-   are initialized and only then starts the executions. A replacement that cannot be launched abandons the
+   are initialized and only then starts the executions (`staged_surges`: when a staged surge is ready or
+   abandoned, and how a cold container rebuilds it from the claims). A replacement that cannot be launched abandons the
    decision before anything is touched.
 5. *Explain*: every decision is logged with its reason and $/h saved, every node passed over with its
    reason (debug), and the same reasons are posted as Events on the nodes (`disruption_events`), with
@@ -50,13 +51,12 @@ from typing import Any, Protocol
 
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
-from longshore.core.claims import LaunchRequest, NodeClaim
-from longshore.core.commands import REASONS, DisruptionCommand, DisruptionReason
+from longshore.core.claims import LaunchRequest
+from longshore.core.commands import DisruptionCommand, DisruptionReason
 from longshore.core.disruption import planner
 from longshore.core.disruption.decisions import Decision, DisruptionPlan
 from longshore.core.disruption.drift import claim_hashes
 from longshore.core.disruption.state import DisruptionInput, ManagedNode
-from longshore.core.drain import DISRUPTED_TAINT_KEY
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import InstanceStatuses, Launcher
@@ -65,6 +65,7 @@ from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow, StartResult
+from longshore.services import staged_surges
 from longshore.services.disruption_events import NodeEvents
 from longshore.services.disruption_events import event_reason_for as event_reason_for
 from longshore.services.disruption_invocation import PASS_INTERVAL_S as PASS_INTERVAL_S
@@ -74,6 +75,7 @@ from longshore.services.disruption_snapshot import STARTED_TTL_S as STARTED_TTL_
 from longshore.services.disruption_snapshot import ImageResolver, Snapshot, take_snapshot
 from longshore.services.launch_requests import launch_request
 from longshore.services.pod_events import PodEventTracker
+from longshore.services.staged_surges import StagedSurge as StagedSurge
 
 
 class Log(Protocol):
@@ -103,15 +105,6 @@ class Started:
     node: str
     execution_name: str
     reason: DisruptionReason
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class StagedSurge:
-    """A decision with several replacements: its executions start once every replacement is initialized."""
-
-    decision: Decision
-    claim_ids: tuple[str, ...]
     at: float
 
 
@@ -416,29 +409,10 @@ class DisruptionService:
         container repeats is harmless: the execution's name comes from the decision's time."""
         self._surges_started &= {c.id for c in current.claims}  # forget claims that are gone
         known = {claim_id for s in self.staged for claim_id in s.claim_ids} | self._surges_started
-        groups: dict[tuple[tuple[str, ...], float], list[NodeClaim]] = {}
-        for claim in current.claims:
-            if (
-                claim.replaces
-                and claim.state != "deleting"
-                and now - claim.created_at <= REPLACEMENT_TIMEOUT_S
-            ):
-                groups.setdefault((claim.replaces, claim.created_at), []).append(claim)
-        for (names, created_at), claims in sorted(groups.items(), key=lambda g: g[0][1]):
-            if len(claims) < 2 or any(c.id in known for c in claims):
-                continue
-            nodes = tuple(n for n in (current.managed(name) for name in names) if n is not None)
-            if not nodes or any(_tainted(n) for n in nodes):
-                continue
-            recorded = claims[0].disruption_reason
-            decision = Decision(
-                DisruptionReason(recorded) if recorded in REASONS else DisruptionReason.DRIFTED,
-                nodes,
-                "a surge staged before a cold start: its executions start once every replacement is initialized",
-            )
-            self.staged.append(StagedSurge(decision, tuple(sorted(c.id for c in claims)), created_at))
-            for node in nodes:
-                self.started.setdefault(node.name, Started(node.name, "", decision.reason, created_at))
+        for surge in staged_surges.recovered(current, now, known):
+            self.staged.append(surge)
+            for node in surge.decision.nodes:
+                self.started.setdefault(node.name, Started(node.name, "", surge.decision.reason, surge.at))
 
     def _progress_staged(self, current: Snapshot, now: float) -> list[Acted]:
         self._recover_staged(current, now)
@@ -446,13 +420,8 @@ class DisruptionService:
         waiting: list[StagedSurge] = []
         claims = {c.id: c for c in current.claims}
         for staged in self.staged:
-            states = [claims[i].state if i in claims else None for i in staged.claim_ids]
-            if any(s is None for s in states) or now - staged.at > REPLACEMENT_TIMEOUT_S:
-                why = (
-                    "a replacement was forgotten (its launch failed)"
-                    if any(s is None for s in states)
-                    else f"replacements not initialized after {REPLACEMENT_TIMEOUT_S:.0f} s"
-                )
+            state, why = staged_surges.progress(staged, claims, now)
+            if state == "abandoned":
                 for node in staged.decision.nodes:
                     self.started.pop(node.name, None)
                 self.log.warning(
@@ -461,7 +430,7 @@ class DisruptionService:
                 acted.append(
                     Acted(staged.decision, "abandoned", replacement_claims=staged.claim_ids, detail=why)
                 )
-            elif all(s == "initialized" for s in states):
+            elif state == "ready":
                 fresh = tuple(
                     n for n in (current.managed(x.name) for x in staged.decision.nodes) if n is not None
                 )
@@ -479,7 +448,9 @@ class DisruptionService:
         for name, started in list(self.started.items()):
             node = current.managed(name)
             staged = any(name in s.decision.node_names for s in self.staged)
-            if node is None or (not staged and now - started.at > STARTED_TTL_S and not _tainted(node)):
+            if node is None or (
+                not staged and now - started.at > STARTED_TTL_S and not staged_surges.tainted(node)
+            ):
                 del self.started[name]
         live = {c.id for c in current.claims}
         for claim_id, at in list(self.replacement_claims.items()):
@@ -498,7 +469,3 @@ class DisruptionService:
         for skipped in plan.passed_over:
             self.log.debug("node passed over", extra={"node": skipped.node, "why": skipped.reason})
         return self.events.explain(plan, dropped, current.node_manifests, current.unreadable, now, candidate)
-
-
-def _tainted(node: ManagedNode) -> bool:
-    return any(t.key == DISRUPTED_TAINT_KEY for t in node.node.taints)

@@ -57,7 +57,6 @@ from longshore_sim.lp_bound.colgen import (
     ConfigurationBound,
     GeneratedColumns,
     _price_bin,
-    configuration_bound,
     generate_columns,
 )
 from longshore_sim.lp_bound.simulation import (
@@ -80,7 +79,6 @@ __all__ = [
     "GeneratedColumns",
     "LowerBound",
     "_price_bin",
-    "configuration_bound",
     "fluid_lower_bound",
     "generate_columns",
     "lower_bounds",

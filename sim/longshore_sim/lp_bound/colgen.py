@@ -35,31 +35,6 @@ class ConfigurationBound:
     seconds: float
 
 
-def configuration_bound(
-    counts: Sequence[int],
-    demands: Sequence[tuple[int, int, int]],
-    one_per_node: Sequence[bool],
-    bins: Sequence[_Bin],
-    *,
-    deadline: float,
-    max_iterations: int = DEFAULT_MAX_ITERATIONS,
-    enumeration_limit: int = ENUMERATION_LIMIT,
-) -> ConfigurationBound:
-    """The configuration-LP bound by column generation (module docstring) for classes given as plain numbers:
-    `counts[k]` pods of class k, each needing `demands[k]` (millicores, bytes, pod slots), at most one per node
-    when `one_per_node[k]`; bins as (price, room, classes served). Every class must be served by some bin.
-    Stops at `deadline` (a `time.perf_counter()` instant) or after `max_iterations` master solves."""
-    return generate_columns(
-        counts,
-        demands,
-        one_per_node,
-        bins,
-        deadline=deadline,
-        max_iterations=max_iterations,
-        enumeration_limit=enumeration_limit,
-    )[0]
-
-
 @dataclass(frozen=True, slots=True)
 class GeneratedColumns:
     """The columns column generation found: `bins[i]` indexes `prices` (the undominated bins, in order) and
@@ -80,8 +55,13 @@ def generate_columns(
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
     enumeration_limit: int = ENUMERATION_LIMIT,
 ) -> tuple[ConfigurationBound, GeneratedColumns]:
-    """`configuration_bound`, also returning the columns it generated. Counts may be fractional (an even
-    zone split): the per-node caps then use their ceiling."""
+    """The configuration-LP bound by column generation (package docstring) and the columns it generated, for
+    classes given as plain numbers: `counts[k]` pods of class k, each needing `demands[k]` (millicores, bytes,
+    pod slots), at most one per node when `one_per_node[k]`; bins as (price, room, classes served). Every class
+    must be served by some bin. Counts may be fractional (an even zone split): the per-node caps then use their
+    ceiling. Stops at `deadline` (a `time.perf_counter()` instant) or after `max_iterations` master solves.
+    The simulation keeps only the bound (`simulation.lower_bounds`); the benchmark also solves a MIP over the
+    columns (`pools.configuration_plan`)."""
     import time
 
     import numpy as np

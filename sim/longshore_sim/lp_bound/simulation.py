@@ -20,7 +20,7 @@ from longshore_sim.lp_bound.colgen import (
     ENUMERATION_LIMIT,
     ConfigurationBound,
     _undominated,
-    configuration_bound,
+    generate_columns,
 )
 from longshore_sim.lp_bound.colgen import Bin as _Bin
 
@@ -259,7 +259,7 @@ def lower_bounds(
         (price, room, frozenset(local[k] for k in served if k in local))
         for price, room, served in instance.bins
     ]
-    configuration = configuration_bound(
+    configuration, _ = generate_columns(
         [c.count for c in classes],
         [c.demand for c in classes],
         [c.one_per_node for c in classes],

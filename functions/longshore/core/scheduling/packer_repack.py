@@ -22,11 +22,12 @@ The step, on the plan the portfolio chose:
    pods left must be on some node, so `f(s) = min over patterns p holding it of price(p) + f(max(s - p, 0))`
    (a node may hold fewer pods than its pattern: any node's content lies under some maximal pattern of its
    bin, so this is exact over the window). Items are ordered by how few patterns hold them (fewer
-   branches first). A depth-first search with a limit (the window's cost, then the best found) prunes a
-   pattern when its price plus a lower bound on the rest cannot beat the limit: the largest of linear
-   bounds whose per-pod weights no node's price can fall short of (per resource, the cheapest price per
-   unit of the bins of the pod's group; the fluid LP's dual prices, smallest over the window's groups, for
-   the window's demand and for each item's own shape).
+   branches first), patterns by worth per price (good plans early). A *dive* first follows, from the full
+   window, the pattern whose price plus a lower bound on the rest is least; then a depth-first search with a
+   limit (the dive's cost or the window's, then the best found) prunes a pattern when its price plus the
+   bound on the rest cannot beat the limit. The bound is the largest of the linear bounds of
+   `packer_bounds` (per-resource unit prices; the fluid LP's duals with per-node caps as resources). When
+   the search runs out of work, the dive's plan is still used if it is cheaper than the window.
 4. *Keep if cheaper.* The programme's nodes are re-priced with the cheapest offer that holds them; they
    replace the window only when they cost less and count no more against any pool limit in any dimension
    (so the limits still hold). Up to `TUNING.repack_rounds` windows are tried, each on the improved plan.
@@ -46,7 +47,7 @@ import math
 import operator
 from collections.abc import Iterator
 
-from longshore.core.scheduling.duals import resource_prices
+from longshore.core.scheduling.packer_bounds import bound_weights
 from longshore.core.scheduling.packer_model import PackedNode, PackResult, fits
 from longshore.core.scheduling.packer_state import PackerState
 from longshore.core.scheduling.tuning import TUNING
@@ -333,7 +334,7 @@ def _programme(
 
     A depth-first search with a limit: `search(s, limit)` returns `f(s)` when it is below `limit`, else
     infinity, remembering `limit` as a lower bound of `f(s)` (exact values are remembered as such)."""
-    weights = _unit_weights(packer, order)
+    weights = bound_weights(packer, order)
 
     def bound(state: tuple[int, ...]) -> float:
         best = 0.0
@@ -343,8 +344,14 @@ def _programme(
                 best = need
         return best
 
+    def efficiency(row: tuple[tuple[int, ...], float]) -> float:
+        pattern, price = row
+        return -bound(pattern) / price if price > 0 else -math.inf
+
+    # the most efficient patterns first (worth ÷ price): good plans early make the limit tight
     by_first: list[list[tuple[tuple[int, ...], float]]] = [
-        sorted((p for p in listed if p[0][i] > 0), key=lambda p: p[1]) for i in range(len(order))
+        sorted((p for p in listed if p[0][i] > 0), key=lambda p: (efficiency(p), p[1]))
+        for i in range(len(order))
     ]
     exact: dict[tuple[int, ...], tuple[float, tuple[int, ...]]] = {}
     at_least: dict[tuple[int, ...], float] = {}
@@ -362,7 +369,7 @@ def _programme(
         choice: tuple[int, ...] | None = None
         for pattern, price in by_first[first]:
             if price >= best:
-                break
+                continue
             work.spend()
             rest = tuple(n - p if n > p else 0 for n, p in zip(state, pattern, strict=True))
             if price + bound(rest) >= best:
@@ -376,79 +383,50 @@ def _programme(
         exact[state] = (best, choice)
         return best
 
-    if search(start, ceiling * (1 - 1e-9)) == math.inf:
-        return None
+    def contents(state: tuple[int, ...], choice: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            sorted(
+                (order[i], min(n, p)) for i, (n, p) in enumerate(zip(state, choice, strict=True)) if min(n, p)
+            )
+        )
+
+    def step(state: tuple[int, ...], choice: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(n - p if n > p else 0 for n, p in zip(state, choice, strict=True))
+
+    # a dive first: at each state the pattern whose price plus the bound on the rest is least; its plan,
+    # when cheaper than the window, is kept if the exact search runs out of work, and tightens its limit
+    dive: list[tuple[tuple[int, int], ...]] = []
+    dive_cost = 0.0
+    state = start
+    while any(state):
+        first = next(i for i, n in enumerate(state) if n)
+        options = by_first[first]
+        if not options:
+            return None
+        for _ in options:
+            work.spend()
+        pattern, price = min(options, key=lambda row: (row[1] + bound(step(state, row[0])), row[1]))
+        dive.append(contents(state, pattern))
+        dive_cost += price
+        state = step(state, pattern)
+    limit = ceiling * (1 - 1e-9)
+    if dive_cost < limit:
+        limit = dive_cost * (1 - 1e-9)
+    try:
+        found = search(start, limit)
+    except _OutOfWork:
+        if dive_cost < ceiling * (1 - 1e-9):
+            return dive
+        raise
+    if found == math.inf:
+        return dive if dive_cost < ceiling * (1 - 1e-9) else None
     planned: list[tuple[tuple[int, int], ...]] = []
     state = start
     while any(state):
         _, choice = exact[state]
-        planned.append(
-            tuple(
-                sorted(
-                    (order[i], min(n, p))
-                    for i, (n, p) in enumerate(zip(state, choice, strict=True))
-                    if min(n, p)
-                )
-            )
-        )
-        state = tuple(n - p if n > p else 0 for n, p in zip(state, choice, strict=True))
+        planned.append(contents(state, choice))
+        state = step(state, choice)
     return planned
-
-
-def _unit_weights(packer: PackerState, order: list[int]) -> list[list[float]]:
-    """Per resource, each item's least cost per pod: its request times the cheapest price per unit of that
-    resource among the bins that serve its group. A node's price covers every resource's weights of what it
-    holds, so the largest per-resource sum over a state's pods is a lower bound on its cost."""
-    unit: dict[int, list[float]] = {}
-    for k in order:
-        group = packer.group_of[k]
-        if group not in unit:
-            bit = 1 << group
-            unit[group] = [
-                min(
-                    (
-                        c.price / packer.types[c.type_index].room[r]
-                        for c in packer.candidates
-                        if c.groups & bit and packer.types[c.type_index].room[r] > 0
-                    ),
-                    default=0.0,
-                )
-                for r in range(packer.dims)
-            ]
-    weights = [
-        [packer.items[k].demand[r] * unit[packer.group_of[k]][r] for k in order] for r in range(packer.dims)
-    ]
-    if packer.group_rows:
-        total = [0.0] * packer.dims
-        for k in order:
-            for r, amount in enumerate(packer.items[k].demand):
-                total[r] += amount * (1 + 1e-3 * k)  # distinct from any single item's shape
-        weights.append(_fluid_weights(packer, order, total))
-        for k in order:
-            weights.append(_fluid_weights(packer, order, [float(d) for d in packer.items[k].demand]))
-    return weights
-
-
-def _lowest_prices(packer: PackerState, order: list[int], demand: list[float]) -> list[float]:
-    """Per resource, the lowest over the window's groups of the fluid LP's dual price for `demand`."""
-    lowest: list[float] | None = None
-    for group in sorted({packer.group_of[k] for k in order}):
-        rooms, prices = packer.group_rows[group]
-        pi = resource_prices(demand, rooms, prices)
-        lowest = list(pi) if lowest is None else [min(a, b) for a, b in zip(lowest, pi, strict=True)]
-    assert lowest is not None
-    return lowest
-
-
-def _fluid_weights(packer: PackerState, order: list[int], demand: list[float]) -> list[float]:
-    """Each item's value at resource prices every bin of the window's groups can pay: per group, the fluid
-    LP's dual for the window's demand (`duals.resource_prices`: `pi . room <= price` for every type of the
-    group at its cheapest offer in it), the smallest per resource over the groups. A node serves some group
-    of its pods, so its price is at least `pi . room`, at least the weights of what it holds."""
-    lowest = _lowest_prices(packer, order, demand)
-    return [
-        (1 - 1e-9) * sum(p * d for p, d in zip(lowest, packer.items[k].demand, strict=True)) for k in order
-    ]
 
 
 def _cheapest(packer: PackerState, contents: tuple[tuple[int, int], ...]) -> PackedNode | None:

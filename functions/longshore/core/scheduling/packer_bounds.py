@@ -6,8 +6,7 @@ state's pods is then at least the column's weighted sum of those pods, and the l
 is a lower bound too. The columns: per resource, the cheapest price per unit of that resource among the
 bins of the pod's group (a node's price covers its room at that unit price); and the fluid LP's dual
 prices (`duals.resource_prices`) over the requests extended by one dimension per per-node cap (a pod uses
-1 of it, every node has the cap), the smallest over the window's groups, for the window's demand and for
-each item's own shape. Each dual is feasible for every type of its group at its cheapest offer there, and
+1 of it, every node has the cap), the smallest over the window's groups, for the window's demand. Each dual is feasible for every type of its group at its cheapest offer there, and
 a node serves some group of its pods, so its price is at least `pi . room`, at least what it holds.
 """
 
@@ -48,8 +47,6 @@ def bound_weights(packer: PackerState, order: list[int]) -> list[list[float]]:
                 total[r] += amount * (1 + 1e-3 * k)  # distinct from any single item's shape
         caps = shapes[0][1]
         weights.append(_fluid_weights(packer, order, shapes, total, caps))
-        for shape, _ in shapes:
-            weights.append(_fluid_weights(packer, order, shapes, [float(d) for d in shape], caps))
     return weights
 
 

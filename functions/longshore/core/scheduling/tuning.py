@@ -64,10 +64,10 @@ class PackerTuning:
     repack_dominance: int = 600
     """Up to this many patterns, a pattern a no dearer one holds is dropped (a quadratic test; fewer branches)."""
 
-    repack_work: int = 40000
+    repack_work: int = 15000
     """Work units (steps listing patterns, patterns tried) of the tail re-pack over one pack, all windows together: its hard work bound."""
 
-    repack_window_work: int = 20000
+    repack_window_work: int = 13000
     """Work units one window may spend; a window that runs out is retried with a quarter of the states."""
 
     repack_rounds: int = 4

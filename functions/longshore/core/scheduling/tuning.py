@@ -49,6 +49,30 @@ class PackerTuning:
     merge_worth: float = 0.75
     """Interchangeable items are merged only when that leaves at most this share of them: otherwise the merge saves little and only perturbs tie-breaks."""
 
+    repack_nodes: int = 16
+    """The tail re-pack (`packer_repack`) takes at most this many of the most wasteful nodes into one window."""
+
+    repack_states: int = 20000
+    """A window's programme has at most this many states (the product over its items of pods + 1)."""
+
+    repack_patterns: int = 500
+    """A window with more maximal node patterns than this is not re-packed (the programme would be slow)."""
+
+    repack_min_waste: float = 0.01
+    """A window is re-packed only when its nodes' waste is at least this share of the plan's cost: in a big plan the tail is too small a share to pay for the search."""
+
+    repack_dominance: int = 600
+    """Up to this many patterns, a pattern a no dearer one holds is dropped (a quadratic test; fewer branches)."""
+
+    repack_work: int = 15000
+    """Work units (steps listing patterns, patterns tried) of the tail re-pack over one pack, all windows together: its hard work bound."""
+
+    repack_window_work: int = 13000
+    """Work units one window may spend; a window that runs out is retried with a quarter of the states."""
+
+    repack_rounds: int = 4
+    """At most this many windows are re-packed, each on the plan the previous one improved."""
+
     node_by_node_up_to: int = 100
     """With at most this many forced nodes, the portfolio also chooses them one by one like ordinary nodes (cheap when few)."""
 

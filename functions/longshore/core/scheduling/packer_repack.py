@@ -1,0 +1,441 @@
+"""Step 6: re-pack the most wasteful nodes exactly (a small dynamic programme over whole-node patterns).
+
+The greedy fills one node at a time, so it can leave a tail of half-full nodes where a different mix over
+the last few nodes saves one (12 nodes of three 4-vCPU pods after nodes of five 2-vCPU and one 4-vCPU pod,
+where one 2-vCPU pod beside every three 4-vCPU ones needs one node fewer), or open nodes of one type for the
+pods of one class where their spare room could have taken the pods of another.
+
+The step, on the plan the portfolio chose:
+
+1. *Choose a window.* Every node (replicas counted one by one) gets its *waste*: its price times the share of
+   its dominant resource left unused. The most wasteful nodes join the window while the product over their
+   items of (pods + 1), the number of states of the programme, stays within `TUNING.repack_states` and the
+   window within `TUNING.repack_nodes` nodes. Nodes holding `together` pods are left out. A window whose
+   waste is below `TUNING.repack_min_waste` of the plan's cost is not worth searching (a big plan's tail):
+   the step stops there, so big batches pay only for ranking their nodes.
+2. *Patterns.* For every bin (instance type, set of groups its offer serves; `PackerState.by_price`, cheapest
+   first) cheaper than the window, every *maximal* content over the window's items is listed: counts
+   within the window's pods, the items' caps and shared group caps, no two conflicting items, and no
+   further pod of any item fits. Each is priced at the cheapest bin that holds it; a pattern that a no
+   dearer one holds is dropped. More than `TUNING.repack_patterns` patterns: no repack.
+3. *Exact programme.* `f(s)` is the least cost of nodes that hold the pod counts `s`: the first item with
+   pods left must be on some node, so `f(s) = min over patterns p holding it of price(p) + f(max(s - p, 0))`
+   (a node may hold fewer pods than its pattern: any node's content lies under some maximal pattern of its
+   bin, so this is exact over the window). Items are ordered by how few patterns hold them (fewer
+   branches first), patterns by worth per price (good plans early). A *dive* first follows, from the full
+   window, the pattern whose price plus a lower bound on the rest is least; then a depth-first search with a
+   limit (the dive's cost or the window's, then the best found) prunes a pattern when its price plus the
+   bound on the rest cannot beat the limit. The bound is the largest of the linear bounds of
+   `packer_bounds` (per-resource unit prices; the fluid LP's duals with per-node caps as resources). When
+   the search runs out of work, the dive's plan is still used if it is cheaper than the window.
+4. *Keep if cheaper.* The programme's nodes are re-priced with the cheapest offer that holds them; they
+   replace the window only when they cost less and count no more against any pool limit in any dimension
+   (so the limits still hold). Up to `TUNING.repack_rounds` windows are tried, each on the improved plan.
+
+Work bound: every step of the pattern listing and every pattern tried costs one unit; a window may spend
+`TUNING.repack_window_work`, all windows of one pack `TUNING.repack_work`. A window that runs out is
+dropped unchanged and retried with a quarter of the states (fewer nodes) while the pack's budget lasts.
+
+Every invariant of the plan is kept: the same pods are placed (the window's counts are covered exactly),
+per-node caps, group caps and conflicts hold by construction of the patterns, and each node's offer serves
+the groups of every pod on it and holds their requests.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterator
+
+from longshore.core.scheduling.packer_bounds import bound_weights
+from longshore.core.scheduling.packer_model import PackedNode, PackResult, fits
+from longshore.core.scheduling.packer_state import PackerState
+from longshore.core.scheduling.tuning import TUNING
+
+
+class _OutOfWork(Exception):
+    """The work budget of a window ran out."""
+
+
+class _Work:
+    """The work budget: units left for the whole pack and for the current window; `spend` raises
+    `_OutOfWork` when either runs out. A unit is one step of the pattern listing or one pattern tried."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.window = 0
+
+    def open_window(self) -> None:
+        self.window = min(self.total, TUNING.repack_window_work)
+
+    def spend(self) -> None:
+        self.total -= 1
+        self.window -= 1
+        if self.window < 0:
+            raise _OutOfWork
+
+
+def repack(packer: PackerState, result: PackResult) -> PackResult:
+    """`result` with its most wasteful nodes re-packed exactly where that is cheaper (module docstring)."""
+    nodes = list(result.nodes)
+    if not nodes:
+        return result
+    work = _Work(TUNING.repack_work)
+    improved = False
+    tried: set[tuple[tuple[int, int], ...]] = set()
+    for _ in range(TUNING.repack_rounds):
+        found = _improve_once(packer, nodes, work, tried)
+        if found is None:
+            break
+        nodes = found
+        improved = True
+    if not improved:
+        return result
+    return PackResult(tuple(nodes), result.leftover, result.limit_blocked, result.limit_room)
+
+
+def _load(packer: PackerState, contents: tuple[tuple[int, int], ...]) -> list[int]:
+    load = [0] * packer.dims
+    for k, count in contents:
+        for r, amount in enumerate(packer.items[k].demand):
+            load[r] += amount * count
+    return load
+
+
+def _waste(packer: PackerState, node: PackedNode) -> float:
+    offer = packer.offers[node.offer]
+    room = packer.types[offer.type_index].room
+    load = _load(packer, node.contents)
+    used = max((a / b for a, b in zip(load, room, strict=True) if b > 0), default=1.0)
+    return offer.price * max(0.0, 1.0 - used)
+
+
+def _window(
+    packer: PackerState, ranked: list[tuple[float, int]], nodes: list[PackedNode], states: int
+) -> tuple[list[tuple[int, int]], dict[int, int]]:
+    """The window: (node index, replicas taken) and the pods per item it holds (step 1); `ranked` is
+    (waste, node index) by decreasing waste."""
+    chosen: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    taken = 0
+    for waste, i in ranked:
+        node = nodes[i]
+        if waste <= 0 or taken >= TUNING.repack_nodes:
+            break
+        for _ in range(node.replicas):
+            if taken >= TUNING.repack_nodes:
+                break
+            trial = dict(counts)
+            for k, count in node.contents:
+                trial[k] = trial.get(k, 0) + count
+            if math.prod(n + 1 for n in trial.values()) > states:
+                break
+            counts = trial
+            chosen[i] = chosen.get(i, 0) + 1
+            taken += 1
+    return sorted(chosen.items()), counts
+
+
+def _improve_once(
+    packer: PackerState,
+    nodes: list[PackedNode],
+    work: _Work,
+    tried: set[tuple[tuple[int, int], ...]],
+) -> list[PackedNode] | None:
+    """One window re-packed, or None; a window that runs out of work is retried with a quarter of the
+    states (fewer nodes) while the pack's budget lasts."""
+    ranked = sorted(
+        (-_waste(packer, node), i)
+        for i, node in enumerate(nodes)
+        if not any(packer.items[k].together for k, _ in node.contents)
+    )
+    ranked = [(-negative, i) for negative, i in ranked]
+    states = TUNING.repack_states
+    plan_cost = sum(packer.offers[node.offer].price * node.replicas for node in nodes)
+    while states >= 4 and work.total > 0:
+        window, counts = _window(packer, ranked, nodes, states)
+        if sum(n for _, n in window) < 2:
+            return None
+        if sum(_waste(packer, nodes[i]) * n for i, n in window) < TUNING.repack_min_waste * plan_cost:
+            return None  # too little to win: a big plan's tail
+        signature = tuple(sorted(counts.items()))
+        if signature in tried:
+            return None
+        tried.add(signature)
+        work.open_window()
+        try:
+            return _repack_window(packer, nodes, window, counts, work)
+        except _OutOfWork:
+            states //= 4
+    return None
+
+
+def _repack_window(
+    packer: PackerState,
+    nodes: list[PackedNode],
+    window: list[tuple[int, int]],
+    counts: dict[int, int],
+    work: _Work,
+) -> list[PackedNode] | None:
+    """`nodes` with the window's nodes replaced by the programme's, if cheaper (steps 2-4)."""
+    order = sorted(counts)
+    old_cost = sum(packer.offers[nodes[i].offer].price * n for i, n in window)
+    listed = _patterns(packer, order, [counts[k] for k in order], old_cost, work)
+    if listed is None:
+        return None
+    # the programme branches on the first item with pods left: the one in the fewest patterns first
+    among = [sum(1 for pattern, _ in listed if pattern[i]) for i in range(len(order))]
+    rank = sorted(range(len(order)), key=lambda i: (among[i], order[i]))
+    order = [order[i] for i in rank]
+    listed = [(tuple(pattern[i] for i in rank), price) for pattern, price in listed]
+    planned = _programme(packer, order, listed, tuple(counts[k] for k in order), old_cost, work)
+    if planned is None:
+        return None
+    fresh = [_cheapest(packer, contents) for contents in planned]
+    if any(node is None for node in fresh):
+        return None
+    new_nodes = [node for node in fresh if node is not None]
+    new_cost = sum(packer.offers[node.offer].price for node in new_nodes)
+    if new_cost >= old_cost * (1 - 1e-9) - 1e-12:
+        return None
+    if packer.limit_room is not None:
+        before = [0] * len(packer.limit_room)
+        after = [0] * len(packer.limit_room)
+        for i, n in window:
+            for r, use in enumerate(packer.types[packer.offers[nodes[i].offer].type_index].limit_usage):
+                before[r] += use * n
+        for node in new_nodes:
+            for r, use in enumerate(packer.types[packer.offers[node.offer].type_index].limit_usage):
+                after[r] += use
+        if not all(map(operator.le, after, before)):
+            return None
+    kept = list(nodes)
+    for i, n in window:
+        kept[i] = PackedNode(nodes[i].offer, nodes[i].contents, nodes[i].replicas - n)
+    grouped: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}
+    for node in new_nodes:
+        key = (node.offer, node.contents)
+        grouped[key] = grouped.get(key, 0) + 1
+    return [node for node in kept if node.replicas > 0] + [
+        PackedNode(offer, contents, count) for (offer, contents), count in grouped.items()
+    ]
+
+
+def _patterns(
+    packer: PackerState, order: list[int], counts: list[int], ceiling: float, work: _Work
+) -> list[tuple[tuple[int, ...], float]] | None:
+    """Every maximal pattern over the window's items with its cheapest price (step 2), on the bins cheaper
+    than the window (`ceiling`); None past the limit."""
+    items = packer.items
+    window_groups = 0
+    for k in order:
+        window_groups |= 1 << packer.group_of[k]
+    found: dict[tuple[int, ...], float] = {}
+    seen: set[tuple[int, int]] = set()
+    for cand in packer.by_price:
+        if cand.price >= ceiling:
+            break
+        served = cand.groups & window_groups
+        if not served or (cand.type_index, served) in seen:
+            continue
+        seen.add((cand.type_index, served))
+        room = packer.types[cand.type_index].room
+        eligible = [
+            i for i, k in enumerate(order) if served >> packer.group_of[k] & 1 and fits(items[k].demand, room)
+        ]
+        if not eligible:
+            continue
+        for pattern in _maximal(packer, order, counts, eligible, room, work):
+            if pattern not in found:
+                found[pattern] = cand.price
+                if len(found) > TUNING.repack_patterns:
+                    return None
+    listed = sorted(found.items(), key=lambda row: (row[1], [-n for n in row[0]]))
+    kept: list[tuple[tuple[int, ...], float]] = []
+    for pattern, price in listed:  # cheapest first: drop a pattern a no dearer kept one holds
+        if len(listed) <= TUNING.repack_dominance and any(
+            all(map(operator.ge, other, pattern)) for other, _ in kept
+        ):
+            continue
+        kept.append((pattern, price))
+    return kept
+
+
+def _maximal(
+    packer: PackerState,
+    order: list[int],
+    counts: list[int],
+    eligible: list[int],
+    room: tuple[int, ...],
+    work: _Work,
+) -> Iterator[tuple[int, ...]]:
+    """Every maximal content of a bin of `room` over the `eligible` positions of `order`."""
+    items = packer.items
+    taken = [0] * len(order)
+    group_used: dict[int, int] = {}
+    present: set[int] = set()
+
+    def most(i: int, residual: list[int]) -> int:
+        item = items[order[i]]
+        limit = counts[i] - taken[i]
+        if item.cap:
+            limit = min(limit, item.cap - taken[i])
+        for group, cap in item.groups:
+            limit = min(limit, cap - group_used.get(group, 0))
+        if limit <= 0:
+            return 0
+        if item.conflicts & present or packer.conflicted_by[order[i]] & present:
+            return 0
+        for amount, free in zip(item.demand, residual, strict=True):
+            if amount > 0:
+                limit = min(limit, free // amount)
+        return max(limit, 0)
+
+    def walk(position: int, residual: list[int]) -> Iterator[tuple[int, ...]]:
+        work.spend()
+        if position == len(eligible):
+            if any(most(i, residual) > 0 for i in eligible):
+                return  # another pod still fits: not maximal
+            if any(taken):
+                yield tuple(taken)
+            return
+        i = eligible[position]
+        k = order[i]
+        item = items[k]
+        top = most(i, residual)
+        for take in range(top, -1, -1):
+            if take:
+                taken[i] = take
+                for group, _ in item.groups:
+                    group_used[group] = group_used.get(group, 0) + take
+                present.add(k)
+                yield from walk(
+                    position + 1, [f - d * take for f, d in zip(residual, item.demand, strict=True)]
+                )
+                present.discard(k)
+                for group, _ in item.groups:
+                    group_used[group] -= take
+                taken[i] = 0
+            else:
+                yield from walk(position + 1, residual)
+
+    yield from walk(0, list(room))
+
+
+def _programme(
+    packer: PackerState,
+    order: list[int],
+    listed: list[tuple[tuple[int, ...], float]],
+    start: tuple[int, ...],
+    ceiling: float,
+    work: _Work,
+) -> list[tuple[tuple[int, int], ...]] | None:
+    """The cheapest nodes holding `start` (step 3), as contents over item indices; None unless below `ceiling`.
+
+    A depth-first search with a limit: `search(s, limit)` returns `f(s)` when it is below `limit`, else
+    infinity, remembering `limit` as a lower bound of `f(s)` (exact values are remembered as such)."""
+    weights = bound_weights(packer, order)
+
+    def bound(state: tuple[int, ...]) -> float:
+        best = 0.0
+        for column in weights:
+            need = sum(n * w for n, w in zip(state, column, strict=True) if n)
+            if need > best:
+                best = need
+        return best
+
+    def efficiency(row: tuple[tuple[int, ...], float]) -> float:
+        pattern, price = row
+        return -bound(pattern) / price if price > 0 else -math.inf
+
+    # the most efficient patterns first (worth ÷ price): good plans early make the limit tight
+    by_first: list[list[tuple[tuple[int, ...], float]]] = [
+        sorted((p for p in listed if p[0][i] > 0), key=lambda p: (efficiency(p), p[1]))
+        for i in range(len(order))
+    ]
+    exact: dict[tuple[int, ...], tuple[float, tuple[int, ...]]] = {}
+    at_least: dict[tuple[int, ...], float] = {}
+
+    def search(state: tuple[int, ...], limit: float) -> float:
+        first = next((i for i, n in enumerate(state) if n), None)
+        if first is None:
+            return 0.0
+        found = exact.get(state)
+        if found is not None:
+            return found[0] if found[0] < limit else math.inf
+        if at_least.get(state, 0.0) >= limit:
+            return math.inf
+        best = limit
+        choice: tuple[int, ...] | None = None
+        for pattern, price in by_first[first]:
+            if price >= best:
+                continue
+            work.spend()
+            rest = tuple(n - p if n > p else 0 for n, p in zip(state, pattern, strict=True))
+            if price + bound(rest) >= best:
+                continue
+            cost = price + search(rest, best - price)
+            if cost < best:
+                best, choice = cost, pattern
+        if choice is None:
+            at_least[state] = max(at_least.get(state, 0.0), limit)
+            return math.inf
+        exact[state] = (best, choice)
+        return best
+
+    def contents(state: tuple[int, ...], choice: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            sorted(
+                (order[i], min(n, p)) for i, (n, p) in enumerate(zip(state, choice, strict=True)) if min(n, p)
+            )
+        )
+
+    def step(state: tuple[int, ...], choice: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(n - p if n > p else 0 for n, p in zip(state, choice, strict=True))
+
+    # a dive first: at each state the pattern whose price plus the bound on the rest is least; its plan,
+    # when cheaper than the window, is kept if the exact search runs out of work, and tightens its limit
+    dive: list[tuple[tuple[int, int], ...]] = []
+    dive_cost = 0.0
+    state = start
+    while any(state):
+        first = next(i for i, n in enumerate(state) if n)
+        options = by_first[first]
+        if not options:
+            return None
+        for _ in options:
+            work.spend()
+        pattern, price = min(options, key=lambda row: (row[1] + bound(step(state, row[0])), row[1]))
+        dive.append(contents(state, pattern))
+        dive_cost += price
+        state = step(state, pattern)
+    limit = ceiling * (1 - 1e-9)
+    if dive_cost < limit:
+        limit = dive_cost * (1 - 1e-9)
+    try:
+        found = search(start, limit)
+    except _OutOfWork:
+        if dive_cost < ceiling * (1 - 1e-9):
+            return dive
+        raise
+    if found == math.inf:
+        return dive if dive_cost < ceiling * (1 - 1e-9) else None
+    planned: list[tuple[tuple[int, int], ...]] = []
+    state = start
+    while any(state):
+        _, choice = exact[state]
+        planned.append(contents(state, choice))
+        state = step(state, choice)
+    return planned
+
+
+def _cheapest(packer: PackerState, contents: tuple[tuple[int, int], ...]) -> PackedNode | None:
+    """A node of the cheapest offer that serves every item of `contents` and holds them."""
+    load = _load(packer, contents)
+    needed = 0
+    for k, _ in contents:
+        needed |= 1 << packer.group_of[k]
+    for cand in packer.by_price:
+        if cand.groups & needed == needed and fits(load, packer.types[cand.type_index].room):
+            return PackedNode(cand.offer, contents, 1)
+    return None

@@ -10,6 +10,9 @@ Rules:
 - With a lease port and an owner, only one invocation decides at a time: each pass first takes or renews the
   `LEASE_NAME` lease for `LEASE_TTL_S`; while another holds it the invocation stops ("lease-held"); the lease
   is released when the invocation ends, however it ends.
+- With `reload`, every pass after the first starts by asking it for the planner rebuilt on a changed cluster
+  config (`wiring.container.Container.refresh`, which hands the old planner's memory over): a changed budget,
+  limit or requirement is decided on from the next pass, not the next invocation.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ def run_invocation(
     interval_s: float = PASS_INTERVAL_S,
     on_pass: Callable[[PassReport], None] | None = None,
     owner: str = "",
+    reload: Callable[[], DisruptionService | None] | None = None,
 ) -> PlannerInvocation:
     """Pass, then pass again when `next_pass_at` asks and the wait ends `margin_s` before the deadline.
 
@@ -79,6 +83,7 @@ def run_invocation(
     an emptiness wait keeps the invocation (and the pending decision, in memory) alive. With a lease port
     and an `owner`, every pass first takes or renews the `planner` lease; while another invocation holds it
     this one stops ("lease-held") without deciding anything, and the lease is released at the end.
+    `reload` gives the planner on a changed config before every pass after the first (None: unchanged).
     """
     clock = service.ports.clock
     lease = service.ports.lease if owner else None
@@ -91,6 +96,8 @@ def run_invocation(
             if lease is not None and not lease.acquire(LEASE_NAME, owner, clock.now(), LEASE_TTL_S):
                 stopped = "lease-held"
                 break
+            if passes and reload is not None:
+                service = reload() or service
             began = clock.now()
             last = service.run_pass()
             longest = max(longest, clock.now() - began)

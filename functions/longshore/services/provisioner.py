@@ -211,6 +211,13 @@ class ProvisionerService:
             self.lease_taken_at = now
         return self._holding
 
+    def take_over(self, previous: ProvisionerService) -> None:
+        """Continue `previous`'s run (same owner) on this service's config: its lease, its last look at EC2 and
+        its pod cache; the settled plan is not kept (the new config may answer differently)."""
+        self._holding, self.lease_taken_at = previous._holding, previous.lease_taken_at
+        self._cloud_checked_at, self._pods = previous._cloud_checked_at, previous._pods
+        previous._holding = False  # released once, by whichever service ends the run
+
     def release(self) -> None:
         """Give the lease up (end of the invocation), so the next run need not wait for it to expire."""
         if self._holding:
@@ -469,6 +476,7 @@ def run_invocation(
     remaining_s: Callable[[], float],
     idle_wait: Callable[[float], None],
     on_pass: Callable[[PassResult], None] | None = None,
+    reload: Callable[[ProvisionerService], ProvisionerService | None] | None = None,
 ) -> ProvisionerInvocation:
     """Run passes until one is quiet (`PassResult.quiet`, with `exit_when_quiet`) or `deadline_margin_s`
     before the deadline; between passes that found nothing to batch, `idle_wait(poll_s)`.
@@ -476,14 +484,22 @@ def run_invocation(
     Stopping when quiet is what keeps the function cheap: a quiet cluster costs one pass a minute, and the
     admission webhook's trigger (`handlers.trigger`) starts a run as soon as a pod is created, so a new pod
     does not wait for the schedule. While pods are pending, about to be judged by the scheduler, or claims
-    are between launch and initialization, the loop goes on polling every `poll_s`."""
+    are between launch and initialization, the loop goes on polling every `poll_s`.
+
+    `reload(service)`, before every pass after the first, answers the service rebuilt on a changed cluster
+    config (`wiring.provisioner.reloader`), which takes the run over (`take_over`), or None: a changed limit or
+    requirement is honoured from the next pass."""
     settings = service.settings
     passes = waits = 0
+    first = True
     launched: list[str] = []
     failed: list[str] = []
     stopped: Stopped = "deadline"
     try:
         while remaining_s() > settings.deadline_margin_s:
+            if not first and reload is not None:
+                service = reload(service) or service
+            first = False
             try:
                 result = service.run_pass()
             except ClusterUnavailableError as error:

@@ -54,8 +54,14 @@ class ProvisionerRuntime:
     workflow: DisruptionWorkflow | None = None  # drains deleted Nodes; None: no state machine ARN configured
     verdicts: tuple[ObjectVerdict, ...] = field(default=())
 
-    def service(self, owner: str, settings: ProvisionerSettings | None = None) -> ProvisionerService:
-        return ProvisionerService(
+    def service(
+        self,
+        owner: str,
+        settings: ProvisionerSettings | None = None,
+        previous: ProvisionerService | None = None,
+    ) -> ProvisionerService:
+        """The service of one run of `owner`; with `previous`, it takes that run over (a rebuilt config)."""
+        service = ProvisionerService(
             cluster=self.cluster,
             store=self.store,
             offerings=self.offerings,
@@ -71,6 +77,9 @@ class ProvisionerRuntime:
             workflow=self.workflow,
             buffers=buffer_pods.source_of(self.cluster, self.config.pool_source),
         )
+        if previous is not None:
+            service.take_over(previous)
+        return service
 
     def publish_objects(self) -> None:
         """Karpenter's objects in step with this invocation's view, and deleted NodeClaims' nodes disrupted
@@ -103,6 +112,19 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         verdicts=wiring.pool_verdicts,
         workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
     )
+
+
+def reloader(
+    container: Container[ProvisionerRuntime], owner: str, settings: ProvisionerSettings | None = None
+) -> Callable[[ProvisionerService], ProvisionerService | None]:
+    """What `run_invocation` calls before each later pass: the service on the container's runtime rebuilt on
+    a changed cluster config (`Container.refresh`), taking the run over; None while the config is unchanged."""
+
+    def reload(previous: ProvisionerService) -> ProvisionerService | None:
+        fresh = container.refresh()
+        return None if fresh is None else fresh.service(owner, settings, previous=previous)
+
+    return reload
 
 
 def build_runtime(settings: Any, **options: Any) -> ProvisionerRuntime:

@@ -16,7 +16,9 @@ module global, which is what makes the wiring once per cold start.
   to this runtime's SSM client (so moto and other endpoints work), parsed by `config.load_cluster_text`, then
   merged with the cluster's NodePools and EC2NodeClasses as its `poolSource` says (`config.cluster_objects`;
   `pool_verdicts` says which objects were used and why not). `refreshed()` reads both again, uncached, and
-  answers a new `Runtime` when either changed: `wiring.container.Container` rebuilds every function on it.
+  answers a new `Runtime` when either changed: `wiring.container.Container` rebuilds every function on it, at
+  the start of every invocation and before every pass of the provisioner's and the planner's loops (one
+  GetParameter a pass when the pools come from the config; the three pool lists too when they do not).
 - Shadow mode (`LONGSHORE_MODE=shadow`, set on every function by `cdk deploy -c mode=shadow`): the properties that
   hand out a port which writes to EC2 or Kubernetes (`kube_cluster`, `karpenter_objects`, `instances`,
   `launcher`, `workflows`) put `adapters.shadow`'s stand-ins in front of the real adapters, so every function's
@@ -61,7 +63,7 @@ if TYPE_CHECKING:
     from longshore.core.model import ClusterConfig
     from longshore.services.disruption import SurgeWorkflow
 
-CONFIG_MAX_AGE_S = 0  # read at every invocation: a changed config takes effect at the next one
+CONFIG_MAX_AGE_S = 0  # read before every pass: a changed config takes effect at the next pass
 PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1 only
 
 
@@ -265,10 +267,17 @@ class Runtime:
 
     def refreshed(self) -> Runtime | None:
         """A runtime on the config as it is now, or None when neither the parameter nor the objects changed
-        (always None for a config given as parsed `parts.config`)."""
+        (always None for a config given as parsed `parts.config`).
+
+        Cheap enough for every pass: one `ssm:GetParameter`; when the text is unchanged and the pools come
+        from the config alone, nothing else (no parse, no new runtime). With `poolSource` `cluster` or `both`
+        the NodePools, EC2NodeClasses and NodeOverlays are listed too and compared by resourceVersion."""
         if self.parts.config is not None:
             return None
+        built_on = self.config_text  # read first: a runtime that never read its config compares with now's
         text = self.read_config_text()
+        if text == built_on and not self._reads_cluster_objects():
+            return None
         fresh = Runtime(
             self.settings,
             session=self._session,
@@ -282,11 +291,14 @@ class Runtime:
         for kept in ("session", "_parameters", "cluster_info", "kube_api"):  # so do the cluster's access
             if kept in self.__dict__:
                 fresh.__dict__[kept] = self.__dict__[kept]
-        if text == self.config_text and _fingerprint(fresh.cluster_objects) == _fingerprint(
-            self.cluster_objects
-        ):
+        if text == built_on and _fingerprint(fresh.cluster_objects) == _fingerprint(self.cluster_objects):
             return None
         return fresh
+
+    def _reads_cluster_objects(self) -> bool:
+        """Whether this runtime's config takes pools from the cluster (`poolSource` `cluster` or `both`): then
+        a refresh lists them again."""
+        return self.config.pool_source != "config"
 
     # -- the claim table ----------------------------------------------------------------------------------
 

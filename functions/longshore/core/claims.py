@@ -102,6 +102,9 @@ class NodeClaim:
     # `minValuesPolicy: BestEffort` lowered a `minValues` to launch it (None: the pool has none); shown as
     # Karpenter's `karpenter.sh/nodeclaim-min-values-relaxed` annotation
     min_values_relaxed: bool | None = None
+    # A static pool's scale-down chose this claim's node for removal then (written before its workflow starts),
+    # so every provisioner, a cold one too, counts it as leaving (`services.static_pools`).
+    removal_started_at: float | None = None
 
     @property
     def in_flight(self) -> bool:

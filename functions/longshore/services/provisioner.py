@@ -187,7 +187,9 @@ class ProvisionerService:
         self._events = PodEvents(cluster, clock, self.settings)
         self.static = StaticOutcome()  # what the last pass did for static pools
         # Static NodePools: exactly `replicas` nodes (services.static_pools).
-        self._static = StaticPools(config, cluster, launcher, offerings, catalog, metrics, workflow)
+        self._static = StaticPools(
+            config, cluster, launcher, offerings, catalog, metrics, workflow, store=store
+        )
         self._holding = False
         self._cloud_checked_at: float | None = None
         self.lease_taken_at: float | None = None  # when this run last took or renewed the lease

@@ -246,6 +246,8 @@ class PlannerCadence:
         try:
             # every pass takes the container's planner, rebuilt first if the cluster config changed
             service = self.world.planner_invocation() if fresh else self.world.planner_pass()
+            if fresh:  # the handler's Kubernetes call budget: the Lambda's whole timeout from now
+                self.world.planners.ends_in(LAMBDA_TIMEOUT_S)
             report = service.run_pass()
         except Exception as error:  # the invocation fails, as a Lambda does; the schedule starts the next
             self.failed += 1
@@ -464,6 +466,7 @@ class ScenarioRunner:
             self._trigger_pending = False
             owner = f"sim-invocation-{self.counters.invocations}"
             service = world.service(owner, settings)
+            world.provisioners.ends_in(deadline - clock.now())  # the handler's Kubernetes call budget
             current = [service]  # the service of the last pass (a changed config rebuilds it)
             reload = world.reloader(owner, settings)
 

@@ -315,8 +315,11 @@ class SimulatedWorld:
         return self.planners.current()
 
     def planner_invocation(self) -> DisruptionService:
-        """The planner at the start of an invocation: rebuilt first when the cluster config changed."""
-        return self.planners.get()
+        """The planner at the start of an invocation: rebuilt first when the cluster config changed (no
+        Kubernetes call budget unless the caller sets one with `planners.ends_in`)."""
+        planner = self.planners.get()
+        self.planners.ends_in(None)
+        return planner
 
     def planner_pass(self) -> DisruptionService:
         """The planner before a later pass of an invocation: rebuilt first when the cluster config changed
@@ -407,7 +410,9 @@ class SimulatedWorld:
     ) -> ProvisionerService:
         """The provisioner service of one invocation, from the container (rebuilt first when the cluster
         config changed), as `handlers.provisioner` takes it."""
-        return self.provisioners.get().service(owner or f"sim-run-{next(self._owners)}", settings)
+        service = self.provisioners.get().service(owner or f"sim-run-{next(self._owners)}", settings)
+        self.provisioners.ends_in(None)  # no Kubernetes call budget unless the caller sets one (`invoke`)
+        return service
 
     def invoke(
         self,
@@ -419,6 +424,7 @@ class SimulatedWorld:
         """One provisioner Lambda invocation of `timeout_s` virtual seconds, from now."""
         deadline = self.clock.now() + timeout_s
         service = self.service(owner, settings)
+        self.provisioners.ends_in(timeout_s)  # as `handlers.provisioner` does from the Lambda context
         return run_invocation(
             service,
             remaining_s=lambda: deadline - self.clock.now(),

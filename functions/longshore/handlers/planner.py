@@ -21,9 +21,12 @@ from longshore.wiring.planner import CONTAINER, process
 @entry_point
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point: `longshore.handlers.planner.handler`."""
-    remaining = lambda: context.get_remaining_time_in_millis() / 1000.0  # noqa: E731
-    report = process(
-        CONTAINER.get(), remaining, time.sleep, owner=context.aws_request_id, reload=CONTAINER.refresh
-    )
+
+    def remaining() -> float:
+        return context.get_remaining_time_in_millis() / 1000.0
+
+    planner = CONTAINER.get()
+    CONTAINER.ends_with(context)  # no Kubernetes call outlives the invocation (stopped "out-of-time")
+    report = process(planner, remaining, time.sleep, owner=context.aws_request_id, reload=CONTAINER.refresh)
     logger.info("planner invocation finished", extra=report.to_dict())
     return report.to_dict()

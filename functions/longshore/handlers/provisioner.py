@@ -22,6 +22,7 @@ from longshore.wiring.provisioner import CONTAINER, reloader
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Schedule and trigger entry point: run provisioner passes until a quiet one (or the deadline)."""
     current = CONTAINER.get()
+    CONTAINER.ends_with(context)  # no Kubernetes call outlives the invocation
     service = current.service(owner=context.aws_request_id)
     report = run_invocation(
         service,

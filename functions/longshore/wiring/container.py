@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from longshore.wiring.runtime import Runtime
 
@@ -60,6 +60,19 @@ class Container(Generic[T]):
             return self._built
         fresh = self.refresh()
         return fresh if fresh is not None else self._built
+
+    def ends_with(self, context: Any) -> None:
+        """`ends_in` the Lambda context's remaining time (no limit for a context without one: tests, a
+        Step Functions task run in process)."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        self.ends_in(remaining() / 1000.0 if callable(remaining) else None)
+
+    def ends_in(self, seconds: float | None) -> None:
+        """The current invocation ends `seconds` from now (the Lambda context's remaining time): the
+        function's Kubernetes calls stop before then (`Runtime.kube_budget`; None: no limit). Nothing for an
+        installed function."""
+        if self._runtime is not None:
+            self._runtime.kube_budget.ends_in(seconds)
 
     def refresh(self) -> T | None:
         """The function rebuilt on the config as it is now, or None when it did not change (or could not be

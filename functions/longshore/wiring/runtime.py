@@ -32,6 +32,8 @@ module global, which is what makes the wiring once per cold start.
   provisioner trigger, a parsed config used as it is, and whether pod and node lists use the watch cache (its
   catch-up waits for the server to be quiet in wall time, which a virtual-time simulation cannot afford). Every
   `build_*` then wires those exactly as it wires the production ones.
+- Every Kubernetes adapter of a runtime shares its `kube_budget` (`adapters.kube.retry.CallBudget`), whose
+  deadline each handler sets from the Lambda context: no Kubernetes call outlives the invocation.
 
 Adapters are imported inside the properties that build them, so importing this module costs nothing.
 """
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
         DynamoTable,
     )
     from longshore.adapters.aws.userdata import ClusterInfo
+    from longshore.adapters.kube.retry import CallBudget
     from longshore.config.settings import RuntimeSettings
     from longshore.core.catalog import Catalog
     from longshore.core.model import ClusterConfig
@@ -230,7 +233,7 @@ class Runtime:
             return ()
         from longshore.adapters.kube.karpenter import KubeKarpenterObjects
 
-        objects = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep)
+        objects = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep, budget=self.kube_budget)
         return (
             *objects.list_objects("EC2NodeClass"),
             *objects.list_objects("NodePool"),
@@ -271,12 +274,13 @@ class Runtime:
 
         Cheap enough for every pass: one `ssm:GetParameter`; when the text is unchanged and the pools come
         from the config alone, nothing else (no parse, no new runtime). With `poolSource` `cluster` or `both`
-        the NodePools, EC2NodeClasses and NodeOverlays are listed too and compared by resourceVersion."""
+        the NodePools, EC2NodeClasses and NodeOverlays are listed too and compared by what the merge reads of
+        them (never their status)."""
         if self.parts.config is not None:
             return None
         built_on = self.config_text  # read first: a runtime that never read its config compares with now's
         text = self.read_config_text()
-        if text == built_on and not self._reads_cluster_objects():
+        if text == built_on and self.config.pool_source == "config":  # the pools come from the text alone
             return None
         fresh = Runtime(
             self.settings,
@@ -288,17 +292,13 @@ class Runtime:
             parts=self.parts,
         )
         fresh._clients = self._clients  # the clients and their connections stay
-        for kept in ("session", "_parameters", "cluster_info", "kube_api"):  # so do the cluster's access
+        kept_properties = ("session", "_parameters", "cluster_info", "kube_api", "kube_budget")
+        for kept in kept_properties:  # so do the cluster's access and the invocation's time for it
             if kept in self.__dict__:
                 fresh.__dict__[kept] = self.__dict__[kept]
         if text == built_on and _fingerprint(fresh.cluster_objects) == _fingerprint(self.cluster_objects):
             return None
         return fresh
-
-    def _reads_cluster_objects(self) -> bool:
-        """Whether this runtime's config takes pools from the cluster (`poolSource` `cluster` or `both`): then
-        a refresh lists them again."""
-        return self.config.pool_source != "config"
 
     # -- the claim table ----------------------------------------------------------------------------------
 
@@ -362,17 +362,26 @@ class Runtime:
         extra: dict[str, Any] = {}
         if cached and self.parts.watch_cache:
             extra["cache"] = shared_cache(str(self.kube_api.configuration.host), new_cache)
+        extra["budget"] = self.kube_budget
         if self._injected_clock is None:
             return KubeCluster(self.kube_api, component=component, **extra)
         clock = self._injected_clock
         return KubeCluster(self.kube_api, component=component, sleep=clock.sleep, now=clock.now, **extra)
 
     @cached_property
+    def kube_budget(self) -> CallBudget:
+        """The invocation's time for Kubernetes calls, shared by every Kubernetes adapter of this container
+        (`adapters.kube.retry.CallBudget`): each invocation sets its deadline (`Container.ends_in`)."""
+        from longshore.adapters.kube.retry import CallBudget
+
+        return CallBudget(self.clock.now)
+
+    @cached_property
     def karpenter_objects(self) -> KarpenterObjects:
         """Karpenter's NodePools, EC2NodeClasses and NodeClaims in the cluster (read-only in shadow mode)."""
         from longshore.adapters.kube.karpenter import KubeKarpenterObjects
 
-        real = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep)
+        real = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep, budget=self.kube_budget)
         if not self.shadow:
             return real
         from longshore.adapters.shadow import ShadowKarpenterObjects
@@ -486,10 +495,12 @@ class Runtime:
 
 
 def _fingerprint(objects: tuple[dict[str, Any], ...]) -> tuple[tuple[str, str, str], ...]:
-    """What identifies a version of each object: kind, name and resourceVersion (or its spec when it has none)."""
+    """What the merge reads of each object (`config.cluster_objects`: name, labels, annotations, spec), never
+    its status or resourceVersion: the provisioner writes the pools' status after every invocation, and a
+    status write must not rebuild every function at its next pass."""
     out = []
     for obj in objects:
         meta = obj.get("metadata") or {}
-        version = str(meta.get("resourceVersion") or repr(obj.get("spec")))
-        out.append((str(obj.get("kind")), str(meta.get("name")), version))
+        read = repr((meta.get("labels"), meta.get("annotations"), obj.get("spec")))
+        out.append((str(obj.get("kind")), str(meta.get("name")), read))
     return tuple(sorted(out))

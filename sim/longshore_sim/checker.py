@@ -29,7 +29,9 @@ execution history). At every observation it compares the pods with the previous 
    nodes and rounded up. Budgets are judged at the decision, as Karpenter does: a node someone deletes by
    hand after a decision does not make that decision a violation. When the cluster config changed
    (`config_published`), a decision is judged against the most permissive of the configs in force during the
-   `CONFIG_LAG_S` (one invocation) before it, since a function reads the config when its invocation starts.
+   `CONFIG_LAG_S` before it. The functions re-read the config before every pass (tested to the pass in
+   `tests/sim/test_config_change.py`); the rule stays generous (one invocation), since a re-read whose pool
+   lists time out may take a while, and this rule is about budgets, not the re-read.
 4. *Terminated with evictable pods.* When an instance is terminated (by Longshore, or reclaimed by EC2), every
    pod still bound to its node that the drain would have evicted (`core.drain.left_reason` is None), that is
    not already terminating, whose PDBs all allowed a disruption at that moment and that had no active
@@ -79,7 +81,7 @@ DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 REASON_ANNOTATION = "longshore.io/disruption-reason"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 VOLUNTARY_REASONS = frozenset({"empty", "drifted", "underutilized", "expired", "rotation"})
-CONFIG_LAG_S = 120.0  # a function's invocation (the stack's timeout): how long it may use an older config
+CONFIG_LAG_S = 120.0  # how long a decision may be judged on an older config (generous: one invocation)
 GRACEFUL_REASONS = {
     "empty": budgets.EMPTY,
     "drifted": budgets.DRIFTED,
@@ -378,8 +380,8 @@ class RuleChecker:
         self.config = config
 
     def _configs_at(self, decided: float) -> list[ClusterConfig]:
-        """The configs a decision at `decided` may have been made with: a function reads the config at the
-        start of its invocation, which lasts at most `CONFIG_LAG_S`, so any config in force then."""
+        """The configs a decision at `decided` may have been made with: any in force during the `CONFIG_LAG_S`
+        before it."""
         if not self._configs:
             return [self.config]
         since = decided - CONFIG_LAG_S

@@ -245,8 +245,10 @@ class PlannerCadence:
             self._fresh_invocation, fresh = False, True
         self._invocation_running = True
         try:
-            # a new invocation takes the container's planner, rebuilt first if the cluster config changed
-            service = self.world.planner_invocation() if fresh else self.world.planner
+            # every pass takes the container's planner, rebuilt first if the cluster config changed
+            service = self.world.planner_invocation() if fresh else self.world.planner_pass()
+            if fresh:  # the handler's Kubernetes call budget: the Lambda's whole timeout from now
+                self.world.planners.ends_in(LAMBDA_TIMEOUT_S)
             report = service.run_pass()
         except Exception as error:  # the invocation fails, as a Lambda does; the schedule starts the next
             self.failed += 1
@@ -478,13 +480,25 @@ class ScenarioRunner:
             deadline = min(started + self.lambda_timeout_s, self.end + settings.deadline_margin_s)
             self.counters.invocations += 1
             self._trigger_pending = False
-            service = world.service(f"sim-invocation-{self.counters.invocations}", settings)
+            owner = f"sim-invocation-{self.counters.invocations}"
+            service = world.service(owner, settings)
+            world.provisioners.ends_in(deadline - clock.now())  # the handler's Kubernetes call budget
+            current = [service]  # the service of the last pass (a changed config rebuilds it)
+            reload = world.reloader(owner, settings)
+
+            def reload_and_track(previous: Any, reload: Any = reload, current: Any = current) -> Any:
+                fresh = reload(previous)
+                if fresh is not None:
+                    current[0] = fresh
+                return fresh
+
             try:
                 report = run_invocation(
                     service,
                     remaining_s=functools.partial(_remaining, deadline, clock.now),
                     idle_wait=self._idle_wait,
                     on_pass=self._on_pass,
+                    reload=reload_and_track,
                 )
             except Exception as error:
                 if not isinstance(error, SimulatedCrash):
@@ -496,10 +510,9 @@ class ScenarioRunner:
                     continue
                 # A killed Lambda runs no cleanup: put back the lease `run_invocation`'s `finally` released,
                 # as the dead run left it (held until its last renewal plus the TTL).
-                if service.lease_taken_at is not None:
-                    world.lease.acquire(
-                        LEASE_NAME, service.owner, service.lease_taken_at, settings.lease_ttl_s
-                    )
+                last = current[0]
+                if last.lease_taken_at is not None:
+                    world.lease.acquire(LEASE_NAME, last.owner, last.lease_taken_at, settings.lease_ttl_s)
                 self.counters.crashes += 1
                 self.obs.notes.append(f"t={self._t():.1f}s: the provisioner invocation was killed ({error})")
                 world.cluster.sync_ec2()

@@ -18,9 +18,9 @@ making its `Runtime` with `new_runtime` (`Runtime.assembled` from the simulation
   `eks:DescribeCluster` and a presigned STS token, pointed at the emulator's loopback URL. Unfiltered pod and
   node lists skip the watch cache (its catch-up waits for the server to be quiet in wall time).
 - The cluster config: with `config_text` (what the runner gives: the scenario's files bundled), it is the SSM
-  parameter the functions read at every invocation, merged with the NodePools and EC2NodeClasses in the
-  emulator when its `poolSource` says so; `publish_config` changes it and every function rebuilds at its next
-  invocation, as deployed. Without it (tests of the provisioner alone) `config` is used as it is.
+  parameter the functions read at every invocation and before every later pass of the provisioner's and the
+  planner's loops, merged with the NodePools and EC2NodeClasses in the emulator when its `poolSource` says so;
+  `publish_config` changes it and every function rebuilds at its next pass, as deployed. Without it (tests of the provisioner alone) `config` is used as it is.
 - Time: every wait of the system under test (batching, throttling backoff, Kubernetes retries) is
   `SimulatedWorld.sleep`, which steps the simulated cluster, so controllers and kubelets run while the
   provisioner "sleeps" and no wall time is spent.
@@ -30,7 +30,7 @@ The functions:
 - `provisioners`: `service()` is the service of one invocation (`ProvisionerRuntime.service`, taken with
   `Container.get`, so a changed config rebuilds it first); `invoke()` runs one invocation.
 - `planners`: the runner takes the planner with `planner_invocation()` at the start of each invocation and
-  `planner` between passes; `cold_start_planner()` drops the built function, as a new container would.
+  `planner_pass()` before each later pass (both rebuild it on a changed config); `cold_start_planner()` drops the built function, as a new container would.
 - `sfn`: `sim.stepfunctions.StepFunctionsSimulator` on the virtual clock, running the real definitions of
   `workflow.definition` (`workflows`, a `SimulatedWorkflows`, is every function's workflow port); its Task
   states run `wiring.workflow_steps.process_step` in process on the `steps` container's `StepPorts`. Every
@@ -228,7 +228,7 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
         from longshore.config.settings import RuntimeSettings
         from longshore.wiring.container import Container
         from longshore.wiring.interruption import build_interruption
-        from longshore.wiring.planner import build_planner
+        from longshore.wiring.planner import build_planner, carry
         from longshore.wiring.provisioner import build_provisioner
         from longshore.wiring.workflow_steps import build_workflow_steps
         from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator
@@ -257,7 +257,7 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
             "Attributes"
         ]["QueueArn"]
         self.provisioners = Container(build_provisioner, self.new_runtime)
-        self.planners = Container(build_planner, self.new_runtime)
+        self.planners = Container(build_planner, self.new_runtime, carry=carry)
         self.interruptions = Container(build_interruption, self.new_runtime)
         self.steps = Container(build_workflow_steps, self.new_runtime)
         # The world's own view, for tests and observers: the same wiring, never rebuilt.
@@ -329,8 +329,16 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
         return self.planners.current()
 
     def planner_invocation(self) -> DisruptionService:
-        """The planner at the start of an invocation: rebuilt first when the cluster config changed."""
-        return self.planners.get()
+        """The planner at the start of an invocation: rebuilt first when the cluster config changed (no
+        Kubernetes call budget unless the caller sets one with `planners.ends_in`)."""
+        planner = self.planners.get()
+        self.planners.ends_in(None)
+        return planner
+
+    def planner_pass(self) -> DisruptionService:
+        """The planner before a later pass of an invocation: rebuilt first when the cluster config changed
+        (`Container.refresh`, as `handlers.planner`'s loop does)."""
+        return self.planners.refresh() or self.planners.current()
 
     @property
     def interruption(self) -> InterruptionService:
@@ -416,7 +424,9 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
     ) -> ProvisionerService:
         """The provisioner service of one invocation, from the container (rebuilt first when the cluster
         config changed), as `handlers.provisioner` takes it."""
-        return self.provisioners.get().service(owner or f"sim-run-{next(self._owners)}", settings)
+        service = self.provisioners.get().service(owner or f"sim-run-{next(self._owners)}", settings)
+        self.provisioners.ends_in(None)  # no Kubernetes call budget unless the caller sets one (`invoke`)
+        return service
 
     def invoke(
         self,
@@ -427,11 +437,22 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
     ) -> ProvisionerInvocation:
         """One provisioner Lambda invocation of `timeout_s` virtual seconds, from now."""
         deadline = self.clock.now() + timeout_s
+        service = self.service(owner, settings)
+        self.provisioners.ends_in(timeout_s)  # as `handlers.provisioner` does from the Lambda context
         return run_invocation(
-            self.service(owner, settings),
+            service,
             remaining_s=lambda: deadline - self.clock.now(),
             idle_wait=self.sleep,
+            reload=self.reloader(service.owner, settings),
         )
+
+    def reloader(
+        self, owner: str, settings: ProvisionerSettings | None = None
+    ) -> Callable[[ProvisionerService], ProvisionerService | None]:
+        """The provisioner's per-pass config check, as `handlers.provisioner` wires it."""
+        from longshore.wiring.provisioner import reloader
+
+        return reloader(self.provisioners, owner, settings)
 
     def run_schedule(
         self,

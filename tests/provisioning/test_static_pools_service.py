@@ -22,7 +22,16 @@ def _world(replicas: int, nodes: int, *, limit: int | None = None) -> tuple[Plan
     w = PlannerWorld(cluster_config(static))
     for i in range(nodes):
         w.add_node(f"r{i}", pool_name="reserved", created=w.clock.now() - 3600 + i)
-    pools = StaticPools(w.config, w.cluster, w.launcher, w.offerings, lambda: TYPES, w.metrics, w.workflows)
+    pools = StaticPools(
+        w.config,
+        w.cluster,
+        w.launcher,
+        w.offerings,
+        lambda: TYPES,
+        w.metrics,
+        w.workflows,
+        store=w.world.claims,
+    )
     return w, pools
 
 
@@ -54,7 +63,16 @@ def test_extras_are_drained_through_the_workflow_empty_ones_first_and_pdbs_hold_
         set(w.cluster.nodes) == {"r0"} and w.metrics.total("NodesDisrupted", Reason="static-scale-down") == 2
     )
     scaled = replace(w.config, node_pools=(replace(w.config.node_pools[0], replicas=0),))
-    pools = StaticPools(scaled, w.cluster, w.launcher, w.offerings, lambda: TYPES, w.metrics, w.workflows)
+    pools = StaticPools(
+        scaled,
+        w.cluster,
+        w.launcher,
+        w.offerings,
+        lambda: TYPES,
+        w.metrics,
+        w.workflows,
+        store=w.world.claims,
+    )
     assert pools.reconcile(w.world.claims.list(), w.clock.now()).removing == ("r0",)
     w.clock.advance(300)
     assert "r0" in w.cluster.nodes and w.cluster.pods_on("r0") == [
@@ -62,7 +80,44 @@ def test_extras_are_drained_through_the_workflow_empty_ones_first_and_pdbs_hold_
     ]  # the PDB allows no eviction
 
 
+def test_a_cold_start_between_the_decision_and_the_workflows_first_step_removes_exactly_one_node() -> None:
+    """Issue #12: scale down by 1; the provisioner's container is replaced after it started the removal and
+    before the workflow tainted the node. The new container reads the claim's durable mark and counts that node
+    as leaving (before: the mark lived in the old container's memory, and a second node was removed)."""
+    w, warm = _world(replicas=2, nodes=3)
+    first = warm.reconcile(w.world.claims.list(), w.clock.now())
+    assert len(first.removing) == 1
+    [marked] = [c for c in w.world.claims.list() if c.node_name == first.removing[0]]
+    assert marked.removal_started_at == w.clock.now()
+    taints = [t for n in w.cluster.nodes.values() for t in (n.get("spec") or {}).get("taints") or ()]
+    assert not [t for t in taints if t.get("key") == "karpenter.sh/disrupted"], "not tainted yet"
+    cold = StaticPools(
+        w.config,
+        w.cluster,
+        w.launcher,
+        w.offerings,
+        lambda: TYPES,
+        w.metrics,
+        w.workflows,
+        store=w.world.claims,
+    )
+    again = cold.reconcile(w.world.claims.list(), w.clock.now())
+    assert again.removing == () and again.plans[0].active == 2
+    w.clock.advance(600)
+    assert len(w.cluster.nodes) == 2 and first.removing[0] not in w.cluster.nodes
+    assert w.metrics.total("NodesDisrupted", Reason="static-scale-down") == 1
+
+
 def test_a_dynamic_only_config_does_nothing() -> None:
     w = PlannerWorld(cluster_config(a_pool()))
-    pools = StaticPools(w.config, w.cluster, w.launcher, w.offerings, lambda: TYPES, w.metrics, w.workflows)
+    pools = StaticPools(
+        w.config,
+        w.cluster,
+        w.launcher,
+        w.offerings,
+        lambda: TYPES,
+        w.metrics,
+        w.workflows,
+        store=w.world.claims,
+    )
     assert pools.reconcile(w.world.claims.list(), w.clock.now()).plans == ()

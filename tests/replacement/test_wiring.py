@@ -68,7 +68,9 @@ def environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest)
 
             monkeypatch.setattr("longshore.adapters.aws.instance_types.load_catalog", load_catalog)
         cluster = FakeCluster(VirtualClock(NOW))
-        monkeypatch.setattr("longshore.adapters.kube.cluster.KubeCluster", lambda api, component: cluster)
+        monkeypatch.setattr(
+            "longshore.adapters.kube.cluster.KubeCluster", lambda api, component, **_: cluster
+        )
         yield cluster
     instance_types.clear_cache()
     pricing.clear_cache()

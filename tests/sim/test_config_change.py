@@ -1,8 +1,9 @@
-"""Issue #11: a changed cluster config reaches the warm functions of a simulation (the `config` scenario step).
+"""Issues #11 and #12: a changed cluster config reaches the warm functions of a simulation (the `config` step).
 
 The functions are built by the production wiring (`wiring.container.Container` over each `build_*`), so a
-config published to the SSM parameter is read again at the start of the next invocation and the function is
-rebuilt on it, warm or cold. Every assertion reads the world from outside: taints the rule checker saw, and
+config published to the SSM parameter is read again at the start of every invocation and before every later
+pass of the provisioner's and the planner's loops, and the function is rebuilt on it, warm or cold. Every
+assertion reads the world from outside: taints the rule checker saw, the disruption executions started, and
 CreateFleet calls on the functions' EC2 client.
 """
 
@@ -78,6 +79,69 @@ steps:
     assert requests and requests[0] < 120.0  # launched for the first 3 pods, warm from then on
     assert not [t for t in requests if 120.0 <= t < 240.0], requests  # the limit: no launch at all
     assert [t for t in requests if 240.0 <= t <= 250.0], requests  # reverted: launched at its next pass
+    assert summary["pods"]["never_ran"] == []
+
+
+GRACEFUL = ("underutilized", "empty", "drifted")
+
+
+@pytest.mark.slow
+def test_a_warm_planner_decides_nothing_on_the_pass_after_a_budget_freeze(tmp_path: Path) -> None:
+    """Mid-invocation (the planner holds a consolidation decision awaiting its 15 s re-validation, passing
+    every 10 s), the freeze lands between two passes: the next pass re-validates on the frozen budget and
+    drops the decision, so no disruption is requested after the freeze (before #12 the running invocation
+    kept the old budget and started it at t=260 s)."""
+    runner = _scenario(
+        tmp_path,
+        """
+name: freeze-mid-invocation
+manifests: [BUNDLED/manifests/consolidating.yaml]
+clusterName: demo-cluster
+workloads: [BUNDLED/workloads/nginx-to-scaleout.yaml]
+duration: 9m
+steps:
+  - {at: 0s, scale: {deployment: nginx-to-scaleout, replicas: 30}}
+  - {at: 3m, scale: {deployment: nginx-to-scaleout, replicas: 5}}
+  - {at: 4m12s, config: {pool: general, budgets: [{nodes: "0"}]}}
+""",
+    )
+    summary = runner.run().summary
+    assert summary["violations"] == []
+    requested = sorted(
+        float(e.input["requestedAt"]) - runner.start
+        for e in runner.world.sfn.executions()
+        if isinstance(e.input, dict) and e.input.get("reason") in GRACEFUL
+    )
+    assert requested and requested[0] < 252.0, "the planner was disrupting before the freeze"
+    assert all(t < 252.0 for t in requested), requested
+    assert any("budgets [{'nodes': '0'}]" in note for note in summary["notes"])
+
+
+@pytest.mark.slow
+def test_a_warm_provisioner_launches_nothing_on_the_pass_after_a_zero_limit(tmp_path: Path) -> None:
+    """Mid-invocation (the provisioner polls while its first nodes boot), `limits.cpu: "0"` stops launches at
+    its next pass: the pods that arrive after it stay pending until the revert."""
+    runner = _scenario(
+        tmp_path,
+        """
+name: limit-mid-invocation
+manifests: [BUNDLED/manifests/consolidating.yaml]
+clusterName: demo-cluster
+workloads: [BUNDLED/workloads/inflate.yaml]
+duration: 5m
+steps:
+  - {at: 10s, scale: {deployment: inflate, replicas: 3}}
+  - {at: 20s, config: {pool: general, limits: {cpu: "0"}}}
+  - {at: 25s, scale: {deployment: inflate, replicas: 8}}
+  - {at: 3m, config: {revert: true}}
+""",
+    )
+    summary = runner.run().summary
+    assert summary["violations"] == []
+    requests = [t - runner.start for t in runner.world.fleet_request_times]
+    assert requests and requests[0] < 20.0, requests  # the first 3 pods, before the limit
+    assert not [t for t in requests if 22.0 <= t < 180.0], requests  # the limit, from the next pass on
+    assert [t for t in requests if t >= 180.0], requests  # reverted: launched again
     assert summary["pods"]["never_ran"] == []
 
 

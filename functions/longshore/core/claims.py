@@ -107,6 +107,9 @@ class NodeClaim:
     reservation_id: str | None = None
     reservation_type: str | None = None
     reservation_end: float | None = None
+    # A static pool's scale-down chose this claim's node for removal then (written before its workflow starts),
+    # so every provisioner, a cold one too, counts it as leaving (`services.static_pools`).
+    removal_started_at: float | None = None
 
     @property
     def in_flight(self) -> bool:

@@ -20,4 +20,6 @@ from longshore.wiring.observability import entry_point, metrics
 @entry_point
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point: `longshore.handlers.interruption.handler`."""
-    return process_batch(event, CONTAINER.get(), WallClock(), PowertoolsMetricsSink(metrics()), context)
+    service = CONTAINER.get()
+    CONTAINER.ends_with(context)  # no Kubernetes call outlives the invocation
+    return process_batch(event, service, WallClock(), PowertoolsMetricsSink(metrics()), context)

@@ -21,4 +21,7 @@ warnings.filterwarnings("ignore", message="No application metrics to publish")
 @metrics_entry_point
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Lambda entry point: `longshore.handlers.workflow_steps.handler`."""
-    return process_step(event, CONTAINER.get(), PowertoolsMetricsSink(metrics()))
+    ports = CONTAINER.get()
+    # No Kubernetes call outlives the invocation: one that runs out raises ClusterUnavailableError, retried.
+    CONTAINER.ends_with(context)
+    return process_step(event, ports, PowertoolsMetricsSink(metrics()))

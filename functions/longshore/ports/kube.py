@@ -25,7 +25,15 @@ EventType = Literal["Normal", "Warning"]
 
 
 class ClusterUnavailableError(RuntimeError):
-    """The API server kept failing (5xx, throttling, timeouts) after the adapter's retries."""
+    """The API server kept failing (5xx, throttling, timeouts) after the adapter's retries.
+
+    `out_of_time`: the retries stopped because the invocation's time for Kubernetes calls ran out (the adapter's
+    call budget), not because every attempt was spent: a loop ends its invocation cleanly on it, reporting what
+    it did not finish. The class is the same either way, so a workflow step's `errorType` stays retryable."""
+
+    def __init__(self, message: str, *, out_of_time: bool = False) -> None:
+        super().__init__(message)
+        self.out_of_time = out_of_time
 
 
 @dataclass(frozen=True, slots=True)

@@ -187,6 +187,13 @@ class DisruptionService:
         self.pod_events = PodEventTracker()
         self.events = NodeEvents(ports.cluster)
 
+    def take_over(self, previous: DisruptionService) -> None:
+        """Continue from `previous` (the same container's planner before the config changed): its pending
+        decision (re-validated on this config), started and staged disruptions, replacements, pod events."""
+        self.pending, self.started, self.staged = previous.pending, previous.started, previous.staged
+        self._surges_started, self.replacement_claims = previous._surges_started, previous.replacement_claims
+        self.pod_events = previous.pod_events
+
     # -- one pass -------------------------------------------------------------------------------------------
     def catalog(self) -> Catalog:
         return self._catalog if isinstance(self._catalog, Catalog) else self._catalog()

@@ -10,6 +10,12 @@ Rules:
 - With a lease port and an owner, only one invocation decides at a time: each pass first takes or renews the
   `LEASE_NAME` lease for `LEASE_TTL_S`; while another holds it the invocation stops ("lease-held"); the lease
   is released when the invocation ends, however it ends.
+- A pass whose Kubernetes call runs out of the invocation's time (`ClusterUnavailableError.out_of_time`, the
+  adapter's `CallBudget`) ends the invocation cleanly: `stopped` "out-of-time", `unfinished` names the call;
+  the lease is released and the next invocation decides again.
+- With `reload`, every pass after the first starts by asking it for the planner rebuilt on a changed cluster
+  config (`wiring.container.Container.refresh`, which hands the old planner's memory over): a changed budget,
+  limit or requirement is decided on from the next pass, not the next invocation.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from longshore.ports.kube import ClusterUnavailableError
 from longshore.services.invocation import InvocationReport, Stopped
 
 if TYPE_CHECKING:
@@ -71,6 +78,7 @@ def run_invocation(
     interval_s: float = PASS_INTERVAL_S,
     on_pass: Callable[[PassReport], None] | None = None,
     owner: str = "",
+    reload: Callable[[], DisruptionService | None] | None = None,
 ) -> PlannerInvocation:
     """Pass, then pass again when `next_pass_at` asks and the wait ends `margin_s` before the deadline.
 
@@ -79,6 +87,7 @@ def run_invocation(
     an emptiness wait keeps the invocation (and the pending decision, in memory) alive. With a lease port
     and an `owner`, every pass first takes or renews the `planner` lease; while another invocation holds it
     this one stops ("lease-held") without deciding anything, and the lease is released at the end.
+    `reload` gives the planner on a changed config before every pass after the first (None: unchanged).
     """
     clock = service.ports.clock
     lease = service.ports.lease if owner else None
@@ -86,13 +95,22 @@ def run_invocation(
     started: list[str] = []
     last: PassReport | None = None
     stopped: Stopped = "deadline"
+    unfinished = ""
     try:
         while True:  # at least one pass, then as many as are due and fit
             if lease is not None and not lease.acquire(LEASE_NAME, owner, clock.now(), LEASE_TTL_S):
                 stopped = "lease-held"
                 break
+            if passes and reload is not None:
+                service = reload() or service
             began = clock.now()
-            last = service.run_pass()
+            try:
+                last = service.run_pass()
+            except ClusterUnavailableError as error:
+                if not error.out_of_time:
+                    raise
+                stopped, unfinished = "out-of-time", str(error)  # the pass did not finish: end cleanly
+                break
             longest = max(longest, clock.now() - began)
             passes += 1
             started.extend(r.execution_name for a in last.acted for r in a.executions if r.started)
@@ -110,4 +128,4 @@ def run_invocation(
         if lease is not None:
             lease.release(LEASE_NAME, owner)
     pending = last.pending.node_names if last is not None and last.pending is not None else ()
-    return InvocationReport(passes, PlannerTotals(tuple(started), pending), stopped)
+    return InvocationReport(passes, PlannerTotals(tuple(started), pending), stopped, unfinished)

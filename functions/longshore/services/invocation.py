@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-Stopped = Literal["deadline", "quiet", "lease-held"]
-"""Why the loop ended: the deadline was near, a pass left nothing due, or another invocation holds the lease."""
+Stopped = Literal["deadline", "quiet", "lease-held", "out-of-time"]
+"""Why the loop ended: the deadline was near, a pass left nothing due, another invocation holds the lease, or a
+pass's Kubernetes call ran out of the invocation's time (`adapters.kube.retry.CallBudget`) before it finished."""
 
 
 class InvocationTotals(Protocol):
@@ -38,6 +39,10 @@ class InvocationReport(Generic[T]):
     passes: int
     totals: T
     stopped: Stopped = "deadline"
+    unfinished: str = ""  # with "out-of-time": the call that ran out, so the pass it was in did not finish
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passes": self.passes, **self.totals.to_dict(), "stopped": self.stopped}
+        out = {"passes": self.passes, **self.totals.to_dict(), "stopped": self.stopped}
+        if self.unfinished:
+            out["unfinished"] = self.unfinished
+        return out

@@ -25,9 +25,10 @@ clock and a metrics sink):
 7. *Measure.* Pending pods, decision latency, claims created by pool/type/capacity type, launch failures by
    reason and the cluster's cost per hour go to the `MetricsSink`; every lifecycle action logs one line.
 
-`run_invocation` is the Lambda's loop (the handler and the simulation both call it): passes, waiting
-`poll_s` between passes that found nothing to do, until a pass is quiet (nothing pending, nothing about to
-be, no claim in flight) or shortly before the deadline; then the lease is released.
+`run_invocation` (`services.provisioner_invocation`, re-exported here) is the Lambda's loop (the handler and
+the simulation both call it): passes, waiting `poll_s` between passes that found nothing to do, until a pass
+is quiet (nothing pending, nothing about to be, no claim in flight) or shortly before the deadline; then the
+lease is released.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal
 
 from longshore.core import telemetry
 from longshore.core.catalog import Catalog
@@ -48,17 +49,19 @@ from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
 from longshore.ports.cloud import CapacityReservations, Instances, Launcher
-from longshore.ports.kube import Cluster, ClusterUnavailableError
+from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import buffer_pods, snapshot
 from longshore.services.batching import collect_batch
 from longshore.services.buffer_status import BufferReporter, BufferStatusWriter
-from longshore.services.invocation import InvocationReport, Stopped
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
 from longshore.services.provisioner_events import PodEvents
+from longshore.services.provisioner_invocation import ProvisionerInvocation as ProvisionerInvocation
+from longshore.services.provisioner_invocation import ProvisionerTotals as ProvisionerTotals
+from longshore.services.provisioner_invocation import run_invocation as run_invocation
 from longshore.services.reservation_sync import reservations_by_class
 from longshore.services.static_pools import StaticOutcome, StaticPools
 
@@ -195,7 +198,9 @@ class ProvisionerService:
         self._events = PodEvents(cluster, clock, self.settings)
         self.static = StaticOutcome()  # what the last pass did for static pools
         # Static NodePools: exactly `replicas` nodes (services.static_pools).
-        self._static = StaticPools(config, cluster, launcher, offerings, catalog, metrics, workflow)
+        self._static = StaticPools(
+            config, cluster, launcher, offerings, catalog, metrics, workflow, store=store
+        )
         self._holding = False
         self._cloud_checked_at: float | None = None
         self.lease_taken_at: float | None = None  # when this run last took or renewed the lease
@@ -218,6 +223,13 @@ class ProvisionerService:
         if self._holding:
             self.lease_taken_at = now
         return self._holding
+
+    def take_over(self, previous: ProvisionerService) -> None:
+        """Continue `previous`'s run (same owner) on this service's config: its lease, its last look at EC2 and
+        its pod cache; the settled plan is not kept (the new config may answer differently)."""
+        self._holding, self.lease_taken_at = previous._holding, previous.lease_taken_at
+        self._cloud_checked_at, self._pods = previous._cloud_checked_at, previous._pods
+        previous._holding = False  # released once, by whichever service ends the run
 
     def release(self) -> None:
         """Give the lease up (end of the invocation), so the next run need not wait for it to expire."""
@@ -447,66 +459,3 @@ def _outcome(result: LaunchResult, nodepool: str) -> LaunchOutcome:
         reason=result.reason,
         claim=claim if result.ok else None,
     )
-
-
-# -- the Lambda's loop ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ProvisionerTotals:
-    """The provisioner's own totals of one invocation (inside its `services.invocation.InvocationReport`)."""
-
-    launched: tuple[str, ...]
-    failed: tuple[str, ...]
-    lease_waits: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"launched": list(self.launched), "failed": list(self.failed), "lease_waits": self.lease_waits}
-
-
-ProvisionerInvocation: TypeAlias = InvocationReport[ProvisionerTotals]
-
-
-def run_invocation(
-    service: ProvisionerService,
-    *,
-    remaining_s: Callable[[], float],
-    idle_wait: Callable[[float], None],
-    on_pass: Callable[[PassResult], None] | None = None,
-) -> ProvisionerInvocation:
-    """Run passes until one is quiet (`PassResult.quiet`, with `exit_when_quiet`) or `deadline_margin_s`
-    before the deadline; between passes that found nothing to batch, `idle_wait(poll_s)`.
-
-    Stopping when quiet is what keeps the function cheap: a quiet cluster costs one pass a minute, and the
-    admission webhook's trigger (`handlers.trigger`) starts a run as soon as a pod is created, so a new pod
-    does not wait for the schedule. While pods are pending, about to be judged by the scheduler, or claims
-    are between launch and initialization, the loop goes on polling every `poll_s`."""
-    settings = service.settings
-    passes = waits = 0
-    launched: list[str] = []
-    failed: list[str] = []
-    stopped: Stopped = "deadline"
-    try:
-        while remaining_s() > settings.deadline_margin_s:
-            try:
-                result = service.run_pass()
-            except ClusterUnavailableError as error:
-                # The API server kept failing after the adapter's retries: try again next poll, not in a loop.
-                log.warning("the Kubernetes API is unavailable; retrying", extra={"error": str(error)})
-                idle_wait(settings.poll_s)
-                continue
-            passes += 1
-            launched.extend(result.launched)
-            failed.extend(o.claim_id for o in result.failed)
-            if on_pass is not None:
-                on_pass(result)
-            if result.status == "planned" and (result.pending or result.launches):
-                continue  # batching already waited at least batch_idle_s (a buffers-only pass did not)
-            if settings.exit_when_quiet and result.quiet:
-                stopped = "quiet"
-                break
-            waits += result.status in ("lease-held", "lease-lost")
-            idle_wait(settings.poll_s)
-    finally:
-        service.release()
-    return InvocationReport(passes, ProvisionerTotals(tuple(launched), tuple(failed), waits), stopped)

@@ -7,9 +7,13 @@ pools that set `replicas`, joins their claims with their Nodes and asks `core.st
   requests but a pod slot, tolerating every taint, pinned to the pool), so requirements, DaemonSet overhead and
   unavailable offerings count as for any claim; the claim records no pods (`claim_id_for(pool, (), generation)`
   with the pass time and the slot in the generation, so a retried pass sees the first launch as a claim).
-- A removal starts the disruption workflow (reason `static-scale-down`, the pool's `terminationGracePeriod`
-  as the deadline), and the node counts as going for `REMOVAL_MEMORY_S` or until its taint shows, so the
-  next pass does not remove another one meanwhile.
+- A removal first marks the claim durably (`removal_started_at`, compare-and-put on the claim record), then
+  starts the disruption workflow (reason `static-scale-down`, the pool's `terminationGracePeriod` as the
+  deadline). A marked claim counts as going for `REMOVAL_MEMORY_S` or until its taint shows, in every
+  provisioner that reads it, a cold one too, so no pass removes another node while the workflow has not
+  tainted the first yet. A mark that loses its compare-and-put (someone changed the claim) starts nothing;
+  the next pass decides again on the fresh record. A workflow that never starts after the mark leaves the
+  node counted as going until the mark is `REMOVAL_MEMORY_S` old, then it is chosen again.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from longshore.core.taints import Toleration
 from longshore.ports.cloud import Launcher
 from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.metrics import MetricsSink
-from longshore.ports.store import OfferingAvailability
+from longshore.ports.store import ClaimStore, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import snapshot
 from longshore.services.launch_requests import launch_request
@@ -63,32 +67,31 @@ class StaticPools:
         catalog: Callable[[], Catalog],
         metrics: MetricsSink,
         workflow: DisruptionWorkflow | None,
+        *,
+        store: ClaimStore,
     ) -> None:
         self._config = config
+        self._store = store
         self._cluster = cluster
         self._launcher = launcher
         self._offerings = offerings
         self._catalog = catalog
         self._metrics = metrics
         self._workflow = workflow
-        self._removing: dict[str, float] = {}  # node -> when its removal started
 
     def reconcile(self, claims: Sequence[NodeClaim], now: float) -> StaticOutcome:
         pools = static_pools(self._config.node_pools)
         if not pools:
             return StaticOutcome()
         nodes = {str((n.get("metadata") or {}).get("name")): n for n in self._cluster.list_nodes()}
-        self._removing = {
-            n: t for n, t in self._removing.items() if n in nodes and now - t < REMOVAL_MEMORY_S
-        }
         plans, launched, removing = [], [], []
         pods: Mapping[str, tuple[int, bool]] | None = None
         for name, pool in sorted(pools.items()):
             mine = [c for c in claims if c.nodepool == name]
-            result = plan(pool, [self._member(c, nodes, {}) for c in mine])
+            result = plan(pool, [self._member(c, nodes, {}, now) for c in mine])
             if result.remove:
                 pods = pods if pods is not None else self._pods_by_node()
-                result = plan(pool, [self._member(c, nodes, pods) for c in mine])
+                result = plan(pool, [self._member(c, nodes, pods, now) for c in mine])
             plans.append(result)
             if result.launch:
                 launched.extend(self._launch(pool, result.launch, now))
@@ -112,11 +115,16 @@ class StaticPools:
 
     # -- reading ----------------------------------------------------------------------------------------------
     def _member(
-        self, claim: NodeClaim, nodes: Mapping[str, Manifest], pods: Mapping[str, tuple[int, bool]]
+        self,
+        claim: NodeClaim,
+        nodes: Mapping[str, Manifest],
+        pods: Mapping[str, tuple[int, bool]],
+        now: float,
     ) -> StaticMember:
         node = nodes.get(claim.node_name or "")
         name = claim.node_name if node is not None else None
-        going = claim.state == "deleting" or (name is not None and name in self._removing)
+        marked = claim.removal_started_at is not None and now - claim.removal_started_at < REMOVAL_MEMORY_S
+        going = claim.state == "deleting" or (name is not None and marked)
         if node is not None:
             meta = node.get("metadata") or {}
             going = going or meta.get("deletionTimestamp") is not None
@@ -195,8 +203,12 @@ class StaticPools:
             deadline_epoch=now + grace if grace is not None else None,
             requested_at=now,
         )
+        if self._store.compare_and_put(replace(claim, removal_started_at=now)) is None:
+            log.info(
+                "static nodepool scale-down: the claim changed; deciding again", extra={"claim": claim.id}
+            )
+            return False
         result = self._workflow.start(command)
-        self._removing[member.node] = now
         log.info(
             "static nodepool scale-down", extra={"node": member.node, "execution": result.execution_name}
         )

@@ -6,7 +6,7 @@ disruption whose replacement the planner already launched carries that claim, wh
 LaunchReplacement step adopts instead of launching another), the claim launcher for replacements, the AMI
 resolver for drift, and Karpenter's NodeClaims, whose Drifted, Consolidatable and Disrupting conditions it
 writes after each pass (`services.claim_conditions`), and EC2's instance status checks for node auto-repair. `process` is one invocation's loop: a pass, then another whenever `next_pass_at` asks for
-one within the remaining time.
+one within the remaining time, each later pass on the config as it is then (`CONTAINER.refresh`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from longshore.wiring.observability import logger
 from longshore.wiring.runtime import Runtime
 from longshore.wiring.surge import StepFunctionsSurgeWorkflow
 
-__all__ = ["CONTAINER", "StepFunctionsSurgeWorkflow", "build_planner", "process"]
+__all__ = ["CONTAINER", "StepFunctionsSurgeWorkflow", "build_planner", "carry", "process"]
 
 DEADLINE_MARGIN_S = 15.0
 
@@ -57,8 +57,10 @@ def process(
     remaining_s: Callable[[], float],
     wait: Callable[[float], None],
     owner: str = "",
+    reload: Callable[[], DisruptionService | None] | None = None,
 ) -> PlannerInvocation:
-    """The invocation's loop, without the Lambda wiring; `owner` (the request id) holds the planner lease."""
+    """The invocation's loop, without the Lambda wiring; `owner` (the request id) holds the planner lease;
+    `reload` (the handler's: `CONTAINER.refresh`) gives the planner on a changed config before each later pass."""
 
     def log_pass(report: PassReport) -> None:
         logger.info("planner pass", extra=report.to_dict())
@@ -70,7 +72,13 @@ def process(
         margin_s=DEADLINE_MARGIN_S,
         on_pass=log_pass,
         owner=owner,
+        reload=reload,
     )
 
 
-CONTAINER: Container[DisruptionService] = Container(build_planner)
+def carry(old: DisruptionService, new: DisruptionService) -> None:
+    """A planner rebuilt on a changed config continues from the old one's memory (`take_over`)."""
+    new.take_over(old)
+
+
+CONTAINER: Container[DisruptionService] = Container(build_planner, carry=carry)

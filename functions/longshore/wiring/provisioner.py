@@ -56,8 +56,14 @@ class ProvisionerRuntime:
     verdicts: tuple[ObjectVerdict, ...] = field(default=())
     reservations: CapacityReservations | None = None  # the node classes' capacity reservations
 
-    def service(self, owner: str, settings: ProvisionerSettings | None = None) -> ProvisionerService:
-        return ProvisionerService(
+    def service(
+        self,
+        owner: str,
+        settings: ProvisionerSettings | None = None,
+        previous: ProvisionerService | None = None,
+    ) -> ProvisionerService:
+        """The service of one run of `owner`; with `previous`, it takes that run over (a rebuilt config)."""
+        service = ProvisionerService(
             cluster=self.cluster,
             store=self.store,
             offerings=self.offerings,
@@ -74,6 +80,9 @@ class ProvisionerRuntime:
             buffers=buffer_pods.source_of(self.cluster, self.config),
             reservations=self.reservations,
         )
+        if previous is not None:
+            service.take_over(previous)
+        return service
 
     def publish_objects(self) -> None:
         """Karpenter's objects in step with this invocation's view, and deleted NodeClaims' nodes disrupted
@@ -109,6 +118,19 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
         reservations=wiring.reservations,
     )
+
+
+def reloader(
+    container: Container[ProvisionerRuntime], owner: str, settings: ProvisionerSettings | None = None
+) -> Callable[[ProvisionerService], ProvisionerService | None]:
+    """What `run_invocation` calls before each later pass: the service on the container's runtime rebuilt on
+    a changed cluster config (`Container.refresh`), taking the run over; None while the config is unchanged."""
+
+    def reload(previous: ProvisionerService) -> ProvisionerService | None:
+        fresh = container.refresh()
+        return None if fresh is None else fresh.service(owner, settings, previous=previous)
+
+    return reload
 
 
 def build_runtime(settings: Any, **options: Any) -> ProvisionerRuntime:

@@ -16,7 +16,9 @@ module global, which is what makes the wiring once per cold start.
   to this runtime's SSM client (so moto and other endpoints work), parsed by `config.load_cluster_text`, then
   merged with the cluster's NodePools and EC2NodeClasses as its `poolSource` says (`config.cluster_objects`;
   `pool_verdicts` says which objects were used and why not). `refreshed()` reads both again, uncached, and
-  answers a new `Runtime` when either changed: `wiring.container.Container` rebuilds every function on it.
+  answers a new `Runtime` when either changed: `wiring.container.Container` rebuilds every function on it, at
+  the start of every invocation and before every pass of the provisioner's and the planner's loops (one
+  GetParameter a pass when the pools come from the config; the three pool lists too when they do not).
 - Shadow mode (`LONGSHORE_MODE=shadow`, set on every function by `cdk deploy -c mode=shadow`): the properties that
   hand out a port which writes to EC2 or Kubernetes (`kube_cluster`, `karpenter_objects`, `instances`,
   `launcher`, `workflows`) put `adapters.shadow`'s stand-ins in front of the real adapters, so every function's
@@ -30,6 +32,8 @@ module global, which is what makes the wiring once per cold start.
   provisioner trigger, a parsed config used as it is, and whether pod and node lists use the watch cache (its
   catch-up waits for the server to be quiet in wall time, which a virtual-time simulation cannot afford). Every
   `build_*` then wires those exactly as it wires the production ones.
+- Every Kubernetes adapter of a runtime shares its `kube_budget` (`adapters.kube.retry.CallBudget`), whose
+  deadline each handler sets from the Lambda context: no Kubernetes call outlives the invocation.
 
 Adapters are imported inside the properties that build them, so importing this module costs nothing.
 """
@@ -56,12 +60,13 @@ if TYPE_CHECKING:
         DynamoTable,
     )
     from longshore.adapters.aws.userdata import ClusterInfo
+    from longshore.adapters.kube.retry import CallBudget
     from longshore.config.settings import RuntimeSettings
     from longshore.core.catalog import Catalog
     from longshore.core.model import ClusterConfig, NodeClass
     from longshore.services.disruption import SurgeWorkflow
 
-CONFIG_MAX_AGE_S = 0  # read at every invocation: a changed config takes effect at the next one
+CONFIG_MAX_AGE_S = 0  # read before every pass: a changed config takes effect at the next pass
 PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1 only
 
 
@@ -228,7 +233,7 @@ class Runtime:
             return ()
         from longshore.adapters.kube.karpenter import KubeKarpenterObjects
 
-        objects = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep)
+        objects = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep, budget=self.kube_budget)
         return (
             *objects.list_objects("EC2NodeClass"),
             *objects.list_objects("NodePool"),
@@ -265,10 +270,18 @@ class Runtime:
 
     def refreshed(self) -> Runtime | None:
         """A runtime on the config as it is now, or None when neither the parameter nor the objects changed
-        (always None for a config given as parsed `parts.config`)."""
+        (always None for a config given as parsed `parts.config`).
+
+        Cheap enough for every pass: one `ssm:GetParameter`; when the text is unchanged and the pools come
+        from the config alone, nothing else (no parse, no new runtime). With `poolSource` `cluster` or `both`
+        the NodePools, EC2NodeClasses and NodeOverlays are listed too and compared by what the merge reads of
+        them (never their status)."""
         if self.parts.config is not None:
             return None
+        built_on = self.config_text  # read first: a runtime that never read its config compares with now's
         text = self.read_config_text()
+        if text == built_on and self.config.pool_source == "config":  # the pools come from the text alone
+            return None
         fresh = Runtime(
             self.settings,
             session=self._session,
@@ -279,12 +292,11 @@ class Runtime:
             parts=self.parts,
         )
         fresh._clients = self._clients  # the clients and their connections stay
-        for kept in ("session", "_parameters", "cluster_info", "kube_api"):  # so do the cluster's access
+        kept_properties = ("session", "_parameters", "cluster_info", "kube_api", "kube_budget")
+        for kept in kept_properties:  # so do the cluster's access and the invocation's time for it
             if kept in self.__dict__:
                 fresh.__dict__[kept] = self.__dict__[kept]
-        if text == self.config_text and _fingerprint(fresh.cluster_objects) == _fingerprint(
-            self.cluster_objects
-        ):
+        if text == built_on and _fingerprint(fresh.cluster_objects) == _fingerprint(self.cluster_objects):
             return None
         return fresh
 
@@ -350,17 +362,26 @@ class Runtime:
         extra: dict[str, Any] = {}
         if cached and self.parts.watch_cache:
             extra["cache"] = shared_cache(str(self.kube_api.configuration.host), new_cache)
+        extra["budget"] = self.kube_budget
         if self._injected_clock is None:
             return KubeCluster(self.kube_api, component=component, **extra)
         clock = self._injected_clock
         return KubeCluster(self.kube_api, component=component, sleep=clock.sleep, now=clock.now, **extra)
 
     @cached_property
+    def kube_budget(self) -> CallBudget:
+        """The invocation's time for Kubernetes calls, shared by every Kubernetes adapter of this container
+        (`adapters.kube.retry.CallBudget`): each invocation sets its deadline (`Container.ends_in`)."""
+        from longshore.adapters.kube.retry import CallBudget
+
+        return CallBudget(self.clock.now)
+
+    @cached_property
     def karpenter_objects(self) -> KarpenterObjects:
         """Karpenter's NodePools, EC2NodeClasses and NodeClaims in the cluster (read-only in shadow mode)."""
         from longshore.adapters.kube.karpenter import KubeKarpenterObjects
 
-        real = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep)
+        real = KubeKarpenterObjects(self.kube_api, sleep=self.clock.sleep, budget=self.kube_budget)
         if not self.shadow:
             return real
         from longshore.adapters.shadow import ShadowKarpenterObjects
@@ -489,10 +510,12 @@ class Runtime:
 
 
 def _fingerprint(objects: tuple[dict[str, Any], ...]) -> tuple[tuple[str, str, str], ...]:
-    """What identifies a version of each object: kind, name and resourceVersion (or its spec when it has none)."""
+    """What the merge reads of each object (`config.cluster_objects`: name, labels, annotations, spec), never
+    its status or resourceVersion: the provisioner writes the pools' status after every invocation, and a
+    status write must not rebuild every function at its next pass."""
     out = []
     for obj in objects:
         meta = obj.get("metadata") or {}
-        version = str(meta.get("resourceVersion") or repr(obj.get("spec")))
-        out.append((str(obj.get("kind")), str(meta.get("name")), version))
+        read = repr((meta.get("labels"), meta.get("annotations"), obj.get("spec")))
+        out.append((str(obj.get("kind")), str(meta.get("name")), read))
     return tuple(sorted(out))

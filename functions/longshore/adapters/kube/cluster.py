@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from longshore.adapters.kube.decode import compact_node, compact_pod
 from longshore.adapters.kube.informer import ClusterCache, WatchedList
 from longshore.adapters.kube.retry import (
+    CallBudget,
     RetryPolicy,
     call_with_retries,
     is_pdb_refusal,
@@ -73,9 +74,11 @@ class KubeCluster:
         now: Callable[[], float] = time.time,
         event_namespace: str = "default",
         cache: ClusterCache | None = None,
+        budget: CallBudget | None = None,
     ) -> None:
         """`cache`: serve unfiltered `list_pods()` and `list_nodes()` from a list-then-watch cache kept
-        current from the last resourceVersion (`informer`); None lists every time."""
+        current from the last resourceVersion (`informer`); None lists every time. `budget`: the invocation's
+        time for Kubernetes calls (`retry.CallBudget`), which cuts timeouts and retries near its end."""
         self._core = k8s.CoreV1Api(api_client)
         self._apps = k8s.AppsV1Api(api_client)
         self._policy = k8s.PolicyV1Api(api_client)
@@ -86,12 +89,20 @@ class KubeCluster:
         self._now = now
         self._event_namespace = event_namespace
         self._cache = cache
+        self._budget = budget
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
+    def _timeout(self, timeout: tuple[float, float]) -> tuple[float, float]:
+        return self._budget.timeout(timeout) if self._budget is not None else timeout
+
     def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
-        return call_with_retries(lambda: fn(*args, **kwargs), self._retry, self._sleep, what)
+        timeout = kwargs.pop("_request_timeout", REQUEST_TIMEOUT)
+
+        def attempt() -> Any:
+            return fn(*args, _request_timeout=self._timeout(timeout), **kwargs)
+
+        return call_with_retries(attempt, self._retry, self._sleep, what, budget=self._budget)
 
     def _list(
         self,
@@ -155,7 +166,7 @@ class KubeCluster:
                 allow_watch_bookmarks=True,
                 timeout_seconds=max(1, int(max_s)),
                 _preload_content=False,
-                _request_timeout=(REQUEST_TIMEOUT[0], quiet_s),
+                _request_timeout=self._timeout((REQUEST_TIMEOUT[0], quiet_s)),
             )
 
         return kind.read(lister, watcher)
@@ -294,14 +305,16 @@ class KubeCluster:
 
         def evict() -> Any:
             return self._core.create_namespaced_pod_eviction(
-                name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                name, namespace, body, _preload_content=False, _request_timeout=self._timeout(REQUEST_TIMEOUT)
             )
 
         def transient(error: BaseException) -> bool:
             return is_transient(error) and not is_pdb_refusal(error)
 
         try:
-            call_with_retries(evict, self._retry, self._sleep, f"evict pod {namespace}/{name}", transient)
+            call_with_retries(
+                evict, self._retry, self._sleep, f"evict pod {namespace}/{name}", transient, self._budget
+            )
         except ApiException as error:
             message = str(status_body(error).get("message") or error.reason or "")
             if is_pdb_refusal(error):
@@ -392,7 +405,7 @@ class KubeCluster:
             field_selector="spec.nodeName=",
             timeout_seconds=timeout_seconds,
             deserialize=False,  # plain dicts, no client models
-            _request_timeout=(REQUEST_TIMEOUT[0], timeout_seconds + REQUEST_TIMEOUT[1]),
+            _request_timeout=self._timeout((REQUEST_TIMEOUT[0], timeout_seconds + REQUEST_TIMEOUT[1])),
         )
         try:
             for event in stream:

@@ -16,7 +16,7 @@ from typing import Any, Final
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from longshore.adapters.kube.retry import RetryPolicy, call_with_retries
+from longshore.adapters.kube.retry import CallBudget, RetryPolicy, call_with_retries
 from longshore.ports.karpenter import Kind
 
 ROUTES: Final[dict[str, tuple[str, str, str]]] = {
@@ -71,15 +71,22 @@ class KubeKarpenterObjects:
         *,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        budget: CallBudget | None = None,
     ) -> None:
         self._api = k8s.CustomObjectsApi(api_client)
         self._client = api_client
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
+        self._budget = budget  # the invocation's time for Kubernetes calls (`retry.CallBudget`)
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
-        return call_with_retries(lambda: fn(*args, **kwargs), self._retry, self._sleep, what)
+        timeout = kwargs.pop("_request_timeout", REQUEST_TIMEOUT)
+        budget = self._budget
+
+        def attempt() -> Any:
+            return fn(*args, _request_timeout=budget.timeout(timeout) if budget else timeout, **kwargs)
+
+        return call_with_retries(attempt, self._retry, self._sleep, what, budget=budget)
 
     def list_objects(self, kind: Kind) -> tuple[dict[str, Any], ...]:
         group, version, plural = ROUTES[kind]

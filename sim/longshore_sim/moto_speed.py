@@ -62,7 +62,7 @@ def install() -> bool:
     original = _original = serialize.ResponseSerializer.get_value
     default_providers = serialize.DEFAULT_ALIAS_PROVIDERS
     picker_type = serialize.XFormedAttributePicker
-    names: dict[tuple[int, int, type, str], tuple[Any, Any, tuple[str, ...]]] = {}
+    names: dict[tuple[int, int, type, str], tuple[Any, Any, tuple[str, ...], bool]] = {}
 
     def get_member_value(self: Any, value: Any, key: str, shape: Any) -> Any:
         picker = self._value_picker
@@ -84,11 +84,13 @@ def install() -> bool:
                 service_model=self.operation_model.service_model,
                 key_path=".".join(self.path),
             )
-            known = (shape, parent, tuple(picker.get_possible_keys(context)))
+            found_names = tuple(picker.get_possible_keys(context))
+            known = (shape, parent, found_names, any("." in n for n in found_names))
             names[slot] = known
         found = None
-        for name in known[2]:
-            found = get_value(value, name, MISSING)
+        read = value.get if type(value) is dict and not known[3] else None
+        for name in known[2]:  # a plain dict and undotted names: moto's `get_value` is `dict.get`
+            found = read(name, MISSING) if read is not None else get_value(value, name, MISSING)
             if found is not MISSING:
                 break
         else:

@@ -147,21 +147,22 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> SimulatedWorld:
-        import boto3  # type: ignore[import-untyped]
         from botocore.config import Config  # type: ignore[import-untyped]
         from moto import mock_aws
 
         from longshore.adapters.aws import retry
         from longshore.adapters.aws.instance_types import load_catalog
+        from longshore_sim import moto_speed
         from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
         from longshore_sim.placement_groups import PlacementGroups
         from longshore_sim.reservations import ReservationStore
 
+        moto_speed.install()
         self._mock = mock_aws()
         self._mock.start()
         try:
-            session = boto3.session.Session(region_name=self.config.region)
+            session = moto_speed.session(self.config.region)
             self.session = session
             self.seeded = seed_cluster(
                 session,

@@ -27,6 +27,8 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,14 +84,30 @@ def merge_cluster_objects(
     cluster_name: str,
 ) -> MergedConfig:
     """The deployed config (`config_text`, named `source` in errors) merged with the cluster's pool and class
-    objects as its `poolSource` says; raises `ConfigErrors` only when the deployed config itself is invalid."""
+    objects as its `poolSource` says; raises `ConfigErrors` only when the deployed config itself is invalid.
+    The merge reads only the objects' cleaned fields, so the last few answers are kept by those (as JSON)."""
+    cleaned = [_clean(o) for o in objects if o.get("kind") in POOL_KINDS + CLASS_KINDS + OVERLAY_KINDS]
+    try:
+        key = json.dumps(cleaned)
+    except TypeError:  # not JSON (only hand-built objects): merged without keeping the answer
+        return _merge(config_text, source, cleaned, region, cluster_name)
+    return _merge_kept(config_text, source, key, region, cluster_name)
+
+
+@functools.lru_cache(maxsize=16)
+def _merge_kept(config_text: str, source: str, cleaned: str, region: str, cluster_name: str) -> MergedConfig:
+    return _merge(config_text, source, json.loads(cleaned), region, cluster_name)
+
+
+def _merge(
+    config_text: str, source: str, cleaned: list[dict[str, Any]], region: str, cluster_name: str
+) -> MergedConfig:
     base = load_cluster_text(config_text, source, region=region, cluster_name=cluster_name)
     if base.pool_source == "config":
         return MergedConfig(base, ())
     documents = _documents(config_text)
     head = [d for d in documents if d.get("kind") == "Cluster"]
     config_docs = [d for d in documents if d.get("kind") != "Cluster"] if base.pool_source == "both" else []
-    cleaned = [_clean(o) for o in objects if o.get("kind") in POOL_KINDS + CLASS_KINDS + OVERLAY_KINDS]
 
     alone = [_with_pool_references(d, set()) for d in head]
 

@@ -24,6 +24,7 @@ form kept in the SSM parameter the Lambda functions read with `load_cluster_text
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,7 @@ def load_cluster(
     )
 
 
+@functools.lru_cache(maxsize=64)  # a warm Lambda container reads the same parameter at every invocation
 def load_cluster_text(
     text: str,
     source: str,
@@ -93,7 +95,8 @@ def load_cluster_text(
     cluster_name: str = DEFAULT_CLUSTER_NAME,
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> ClusterConfig:
-    """Load a cluster from YAML text (e.g. the SSM parameter); `source` names it in errors."""
+    """Load a cluster from YAML text (e.g. the SSM parameter); `source` names it in errors. The same arguments
+    give the same (deeply frozen) `ClusterConfig`, kept for the next call; a text that fails is never kept."""
     sink = ErrorSink()
     collected = _Collected(files=[source])
     _add_text(text, source, collected, sink, allow_include=False)

@@ -102,8 +102,14 @@ def _expected_scale(store: ObjectStore, namespace: str, pods: list[JSON]) -> int
 
 
 def pods_of(store: ObjectStore, pdb: JSON) -> list[JSON]:
+    """The pods `pdb` selects, as stored (uncopied, unordered: `compute_status` only counts them)."""
     selector = selector_from_object((pdb.get("spec") or {}).get("selector"))
-    return [p for p in store.list("pods", metadata(pdb).get("namespace")) if selector.matches(labels_of(p))]
+    namespace = metadata(pdb).get("namespace")
+    return [
+        p
+        for p in store.view("pods")
+        if (not namespace or metadata(p).get("namespace") == namespace) and selector.matches(labels_of(p))
+    ]
 
 
 def compute_status(store: ObjectStore, pdb: JSON) -> JSON:

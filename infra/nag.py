@@ -85,12 +85,13 @@ def _acknowledge_function_role(role: iam.IRole) -> None:
             NagPackSuppression(
                 id="AwsSolutions-IAM5",
                 reason=(
-                    "RunInstances/CreateFleet must reference the image, snapshot, subnet, security group and "
-                    "capacity reservation they launch from; these are used, not changed, and which ones is decided "
+                    "RunInstances/CreateFleet must reference the image, snapshot, subnet, security group, "
+                    "capacity reservation and placement group they launch from; these are used, not changed, and which ones is decided "
                     "at run time by the node class selector terms (Karpenter's controller policy does the same)."
                 ),
                 applies_to=_resources(
-                    _ec2("image|snapshot", ""), _ec2("subnet|security-group|capacity-reservation", r"\*")
+                    _ec2("image|snapshot", ""),
+                    _ec2("subnet|security-group|capacity-reservation|placement-group", r"\*"),
                 ),
             ),
             NagPackSuppression(

@@ -392,6 +392,11 @@ class FakeReplacements:
             self.clock.call_later(self.ready_after, settle)
         return claim_id
 
+    def top_up(
+        self, claim: NodeClaim | None, node: Manifest | None, reason: str, now: float, after: str
+    ) -> str | None:
+        return None  # the fake's replacements have room for every pod
+
 
 class FakeWorkflow:
     """Step Functions semantics: a name can be used once; a second start with it is refused."""

@@ -181,3 +181,56 @@ def test_the_surge_step_launches_through_the_real_launcher(world: World) -> None
     checked = steps.check_replacement(launched, ports)
     assert checked["replacement"]["status"] == "launching"  # launched, not yet a Ready node
     assert steps.launch_replacement(launched, ports) == launched and len(world.live_instances()) == 1
+
+
+def _surge_up_to_its_replacement(world: World) -> tuple[steps.StepPorts, dict[str, object], str]:
+    """A rotation surge of `old` (3 pods of 1 CPU) whose replacement is up as node `new`, initialized."""
+    busy_node(world)
+    ports = steps.StepPorts(
+        cluster_name=CLUSTER,
+        cluster=world.cluster,
+        claims=world.store,
+        instances=world.instances,
+        replacements=world.replacements(),
+        clock=world.clock,
+    )
+    state = DisruptionCommand("i-0000000000000old1", "rotation", replace=True).to_input()
+    state["executionName"] = "rotation-i-0000000000000old1"
+    launched = steps.launch_replacement(steps.validate(state, ports), ports)
+    claim_id = str(launched["replacement"]["claimId"])  # type: ignore[index]
+    [instance] = world.live_instances()
+    world.add_node(
+        node_manifest("new", instance["InstanceId"], instance_type=instance["InstanceType"]),
+        claim_id=claim_id,
+    )
+    return ports, launched, claim_id
+
+
+def test_a_replacement_with_room_for_the_pods_lets_the_node_be_tainted(world: World) -> None:
+    ports, launched, claim_id = _surge_up_to_its_replacement(world)
+
+    checked = steps.check_replacement(launched, ports)
+
+    assert checked["replacement"]["status"] == "initialized"
+    assert checked["replacement"]["claimId"] == claim_id and len(world.live_instances()) == 1
+
+
+def test_a_replacement_whose_room_pods_took_while_it_booted_gets_another_before_the_taint(
+    world: World,
+) -> None:
+    """Chaos seed 32: pods of a scale-up were bound to the surge's replacement while it booted; tainting then
+    would evict the node's pods with nowhere to run. The step launches a further replacement for them."""
+    ports, launched, claim_id = _surge_up_to_its_replacement(world)
+    for index in range(3):  # the scale-up's pods fill the replacement
+        world.cluster.add_pod(
+            running_pod(f"batch-{index}", "new", cpu="1", memory="1Gi", labels={"app": "b"})
+        )
+
+    checked = steps.check_replacement(launched, ports)
+
+    assert checked["replacement"]["status"] == "launching"
+    assert checked["replacement"]["claimId"] == f"{claim_id}-more"
+    assert len(world.live_instances()) == 2
+    assert steps.check_replacement(launched, ports) == checked  # a retried step launches nothing more
+    assert len(world.live_instances()) == 2
+    assert "Pods took the room of replacement" in " ".join(e.message for e in world.cluster.events)

@@ -47,3 +47,15 @@ class ReplacementLauncher(Protocol):
         `ReplacementUnavailableError` when nothing can be launched.
         """
         ...
+
+    def top_up(
+        self, claim: NodeClaim | None, node: dict[str, Any] | None, reason: str, now: float, after: str
+    ) -> str | None:
+        """Called once the replacement `after` is initialized, before the node is tainted: None when every
+        pod the drain would evict has a home on initialized nodes as they are now; else launch a further
+        replacement for the pods left without one (other pods took the room while `after` booted) and
+        return its claim id, to be waited for in turn.
+
+        Idempotent per `after`. Raises `ReplacementUnavailableError` when nothing can be launched.
+        """
+        ...

@@ -25,6 +25,15 @@ then waits until the returned claim is `initialized`. This module decides what t
    `MAX_PLANNING_ROUNDS` rounds, and never twice the same options. When no plan or launch succeeds,
    `ReplacementUnavailableError` says why (the engine's reason per pod, and each launch failure), and the
    workflow rolls the disruption back.
+6. *Room taken while it booted.* Pods that arrive while a replacement boots may be bound to it by the
+   scheduler, so its room can be gone when it is initialized. Before the workflow taints the node it asks
+   `top_up(claim, node, reason, now, after)`: the pods the drain would evict are solved against the room
+   there is now (`ReplacementPlanner.homeless`: initialized nodes only, none being deleted or replaced by a
+   surge, no new claim). When every pod has a home the answer is None and the node is tainted; otherwise a
+   further replacement is launched for the pods left without one (planned as in 2 and 3, with the id
+   derived from `after`, the claim waited for until now, so a retried step launches nothing) and the
+   workflow waits for it within the same replacement timeout. A voluntary disruption thus never evicts pods
+   that have nowhere to run.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from longshore.services.launch_requests import launch_request
 from longshore.services.replacement_plan import (
     CAPACITY_PRESERVING_REASONS,
     CatalogSource,
+    PlanningState,
     ReplacementPlan,
     ReplacementPlanner,
     ReplacementSource,
@@ -143,6 +153,38 @@ class ClusterReplacementLauncher:
             )
             return claim_id
         state = self._planner.snapshot(source, now, exclude_claim=claim_id)
+        return self._launch_planned(source, reason, state, claim_id, now)
+
+    def top_up(
+        self, claim: NodeClaim | None, node: dict[str, Any] | None, reason: str, now: float, after: str
+    ) -> str | None:
+        """Rule 6: None when the pods of `claim`/`node` all have a home now; else the claim id of a further
+        replacement launched for those that have none (idempotent per `after`, the claim waited for until
+        now). Raises `ReplacementUnavailableError` when nothing can be launched for them."""
+        source = ReplacementSource.of(claim, node)
+        claim_id = f"{after}-more"
+        known = {c.id: c for c in self._store.list()}
+        found = known.get(claim_id)
+        if found is not None and found.state != "launching":
+            return claim_id  # a retried step: launched already
+        state = self._planner.snapshot(source, now, exclude_claim=claim_id)
+        homeless = self._planner.homeless(state)
+        if not homeless:
+            return None
+        log.info(
+            "the replacement's room was taken while it booted; launching another",
+            extra={"node": source.node_name, "after": after, "claim": claim_id, "pods": len(homeless)},
+        )
+        try:
+            return self._launch_planned(source, reason, replace(state, moved=homeless), claim_id, now)
+        except ReplacementUnavailableError as error:
+            self._emit(telemetry.REPLACEMENTS_UNAVAILABLE, {telemetry.DIM_REASON: reason})
+            log.warning("no further replacement can be launched", extra={"reason": reason, "why": str(error)})
+            raise
+
+    def _launch_planned(
+        self, source: ReplacementSource, reason: str, state: PlanningState, claim_id: str, now: float
+    ) -> str:
         failures: list[str] = []
         tried: set[frozenset[tuple[str, str, str]]] = set()
         for _ in range(MAX_PLANNING_ROUNDS):

@@ -115,6 +115,7 @@ class PlanningState:
     daemonsets: tuple[Pod, ...]
     usage: Mapping[str, Resources]
     catalog: Catalog
+    room: tuple[ExistingNode, ...] = ()  # nodes pods can move onto now, with their free room (`homeless`)
 
 
 def _sealed(node: ExistingNode) -> ExistingNode:
@@ -195,7 +196,36 @@ class ReplacementPlanner:
         usage = {pool.name: counting.usage_of(pool.name) for pool in self._config.node_pools}
         daemonsets, _ = snapshot.daemonset_pods(self._cluster.list_daemonsets())
         sealed = tuple(_sealed(n) for n in existing if n.name != source.node_name)
-        return PlanningState(moved, sealed, daemonsets, usage, catalog)
+        leaving = {name for c in claims if c.state != "deleting" for name in c.replaces}
+        room = tuple(
+            n
+            for n in existing
+            if n.name != source.node_name
+            and n.name not in leaving
+            and n.initialized
+            and not (n.deleting or n.in_flight)
+        )
+        return PlanningState(moved, sealed, daemonsets, usage, catalog, room)
+
+    def homeless(self, state: PlanningState) -> tuple[Pod, ...]:
+        """The pods the drain would evict now that no node takes as things are: only initialized nodes that
+        are not being deleted nor replaced by a surge (a live claim's `replaces`), with their free room as
+        the pods bound to them leave it, and no new claim (rule 6 of `services.replacement`)."""
+        if not state.moved:
+            return ()
+        placed = solve(
+            SchedulingInput(
+                pods=state.moved,
+                pools=(),
+                node_classes=self._config.node_classes,
+                catalog=state.catalog,
+                nodes=state.room,
+                daemonsets=state.daemonsets,
+                settings=self._config.settings,
+            )
+        )
+        left = {key for key, _ in placed.unschedulable}
+        return tuple(p for p in state.moved if p.key in left)
 
     @staticmethod
     def _moved_pods(manifests: Sequence[Manifest], node_name: str | None, now: float) -> tuple[Pod, ...]:

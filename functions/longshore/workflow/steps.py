@@ -124,7 +124,9 @@ def launch_replacement(state: State, ports: StepPorts) -> State:
 
 
 def check_replacement(state: State, ports: StepPorts) -> State:
-    """`initialized` once the replacement's claim is; fails when the claim is forgotten or time runs out."""
+    """`initialized` once the replacement's claim is and the node's pods have a home (else the claim of a
+    further replacement, `ReplacementLauncher.top_up`, is waited for in turn); fails when the claim is
+    forgotten or time runs out."""
     current = DisruptionState.from_json(state)
     now = ports.clock.now()
     progress = current.replacement
@@ -136,6 +138,22 @@ def check_replacement(state: State, ports: StepPorts) -> State:
             f"replacement node claim {progress.claim_id} was forgotten (its launch failed or timed out)"
         )
     if claim.state == "initialized":
+        # Pods that arrived while it booted may have taken its room: the pods to evict must have a home now.
+        node = ports.cluster.get_node(current.node_name) if current.node_name else None
+        more = ports.replacements.top_up(
+            find_claim(ports, current.command), node, current.command.reason, now, claim.id
+        )
+        if more is not None:
+            if node is not None:
+                event(
+                    ports,
+                    nodes.ref_of(node),
+                    "DisruptionLaunching",
+                    f"Pods took the room of replacement {claim.id} while it booted; launching {more}",
+                )
+            return current.evolve(
+                replacement=ReplacementProgress(more, "launching", progress.polls + 1, progress.give_up_at)
+            ).to_json()
         return current.evolve(
             replacement=ReplacementProgress(claim.id, "initialized", progress.polls + 1, progress.give_up_at)
         ).to_json()

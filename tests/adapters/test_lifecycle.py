@@ -312,6 +312,30 @@ def test_an_emptied_claim_table_terminates_no_live_node_and_rebuilds_the_claims(
 
 
 @pytest.mark.slow
+def test_a_readopted_node_that_never_registered_is_registered_then_initialized(world: World) -> None:
+    """The claim table lost between launch and registration (chaos seed 87): the Node joined with the
+    unregistered taint and no claim. Its re-adopted claim is `launched`, so the next pass registers it (taint
+    removed) and the one after initializes it; a `registered` claim kept the taint forever while the provisioner
+    counted the Node as room for pending pods."""
+    lifecycle, cluster, _ = _lifecycle(world)
+    [instance_id] = _tagged_instances(world, 1)
+    [node] = _nodes_for(world, [instance_id])
+    node["spec"]["taints"] = [UNREGISTERED]
+    cluster.add_node(node)
+    name = node["metadata"]["name"]
+
+    lifecycle.reconcile(cluster.list_nodes(), NOW + 24 * 3600)
+    claim = world.store.by_instance(instance_id)
+    assert claim is not None and claim.state == "launched" and claim.node_name is None
+
+    registered = lifecycle.reconcile(cluster.list_nodes(), NOW + 24 * 3600 + 10)
+    assert registered.claim_ids("register") == (claim.id,)
+    assert cluster.taints(name) == [], "the unregistered taint is removed, or no pod ever lands"
+    done = lifecycle.reconcile(cluster.list_nodes(), NOW + 24 * 3600 + 20)
+    assert done.claim_ids("initialize") == (claim.id,)
+
+
+@pytest.mark.slow
 def test_mass_orphans_stop_collection_and_raise_the_metric(world: World) -> None:
     """Three never-registered unclaimed instances of three: more than max(1, 10 %) = 1, so none is taken."""
     lifecycle, _, sink = _lifecycle(world)

@@ -92,17 +92,20 @@ def test_seeds_that_found_defects_stay_clean(seed: int) -> None:
     assert result.problems == [], REGRESSIONS[seed]
 
 
-# Seeds that found a defect with every kind of today (`chaos.FAULT_KINDS`, `longshore chaos --seed N`).
+# Seeds that found a defect with every fault kind of their time (`chaos.FAULT_KINDS`, `longshore chaos --seed N`).
 REGRESSIONS_ALL_KINDS = {
     32: "pods of a scale-up were bound to a drift surge's replacement while it booted, so the drain evicted 3 "
     "pods with nowhere to run (the workflow now checks the room before the taint and launches another "
     "replacement for the pods left without a home: `ReplacementLauncher.top_up`)",
     82: "the same class as 32, with 3 pods",
+    87: "the claim table was lost while a drift replacement booted; its Node joined with the unregistered taint "
+    "and was re-adopted as `registered`, so the taint stayed and 3 pending pods were planned onto it forever "
+    "(a re-adopted Node that never registered now gets a `launched` claim, registered next pass)",
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", sorted(REGRESSIONS_ALL_KINDS))
-def test_seeds_of_every_kind_that_found_defects_stay_clean(seed: int) -> None:
-    [result] = chaos.run([seed], echo=lambda _: None)
+def test_seeds_that_found_defects_with_every_kind_stay_clean(seed: int) -> None:
+    [result] = chaos.run([seed], chaos.FAULT_KINDS, echo=lambda _: None)
     assert result.problems == [], REGRESSIONS_ALL_KINDS[seed]

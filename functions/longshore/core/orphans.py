@@ -8,7 +8,10 @@ every live node of the cluster looks unclaimed. So `plan_orphans` follows these 
 1. An unclaimed instance whose Node exists (by providerID) is *re-adopted*: its claim is rebuilt from the
    instance's tags and the Node (`adopted_claim`), and the lifecycle and the planner own it again. Nothing
    running on it is touched; if it is not needed, consolidation removes it through the drain workflow like
-   any other node.
+   any other node. A Node that was never registered (it still carries `karpenter.sh/unregistered`: the
+   claim was lost between launch and registration) gets a `launched` claim, so the lifecycle's registration
+   removes the taint, labels it and adds the finalizer next pass; a `registered` claim is never registered
+   again, and its tainted Node would count as room that no pod can use (pending pods planned onto it forever).
 2. An unclaimed instance without a Node is collectable only once it is older than the registration timeout
    (`REGISTRATION_TIMEOUT_S`): it never registered, so it can run no pod.
 3. At most `collection_bound(cluster size)` = max(1, 10 % of the live instances tagged for the cluster) are
@@ -37,6 +40,7 @@ from longshore.core.claims import (
     decide_orphans,
     provider_id,
 )
+from longshore.core.taints import UNREGISTERED_TAINT
 
 COLLECTION_FRACTION: Final = 0.10
 
@@ -86,8 +90,12 @@ def adopted_claim(
     instance: CloudInstance, node: NodeObservation, claim_id: str, node_class: str, now: float
 ) -> NodeClaim:
     """The claim of a re-adopted instance: `registered` with its Node (the lifecycle initializes it when it is
-    Ready), its offering from the instance, its pool from the tag or the Node's label."""
+    Ready), or `launched` when the Node was never registered (the lifecycle registers it next pass), its
+    offering from the instance, its pool from the tag or the Node's label."""
     labels = dict(node.labels)
+    registered = not any(
+        (t.key, t.effect) == (UNREGISTERED_TAINT.key, UNREGISTERED_TAINT.effect) for t in node.taints
+    )
     return NodeClaim(
         id=claim_id,
         nodepool=instance.nodepool or labels.get(wk.NODEPOOL, ""),
@@ -97,12 +105,12 @@ def adopted_claim(
         zone=instance.zone,
         capacity_type=instance.capacity_type,
         instance_id=instance.instance_id,
-        node_name=node.name,
+        node_name=node.name if registered else None,
         provider_id=node.provider_id or provider_id(instance.zone, instance.instance_id),
         image_id=instance.image_id,
-        state="registered",
+        state="registered" if registered else "launched",
         launched_at=instance.created_at or now,
-        registered_at=now,
+        registered_at=now if registered else None,
         created_at=now,
         reason="re-adopted: the instance had no claim record but a live Node",
     )

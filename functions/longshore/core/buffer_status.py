@@ -90,6 +90,19 @@ def _condition(
     return condition
 
 
+def _not_provisioning(previous: Mapping[str, Any], now: float, generation: int | None) -> dict[str, Any]:
+    """`Provisioning` False because the buffer is not ready (or not valid)."""
+    return _condition(
+        PROVISIONING,
+        False,
+        "NotReadyForProvisioning",
+        "CapacityBuffer is not ready for provisioning",
+        previous,
+        now,
+        generation,
+    )
+
+
 def _generation(obj: Mapping[str, Any] | None) -> int | None:
     value = ((obj or {}).get("metadata") or {}).get("generation")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -114,15 +127,7 @@ def buffer_status(
         reason = _not_ready_reason(resolved.reason)
         conditions = [
             _condition(READY, False, reason, resolved.reason, previous, now, generation),
-            _condition(
-                PROVISIONING,
-                False,
-                "NotReadyForProvisioning",
-                "CapacityBuffer is not ready for provisioning",
-                previous,
-                now,
-                generation,
-            ),
+            _not_provisioning(previous, now, generation),
         ]
         return {**status, "conditions": conditions}
     if buffer.pod_template is not None:
@@ -166,15 +171,7 @@ def invalid_status(message: str, obj: Mapping[str, Any] | None, now: float) -> d
         "provisioningStrategy": ACTIVE_CAPACITY,
         "conditions": [
             _condition(READY, False, "InvalidBuffer", message, previous, now, generation),
-            _condition(
-                PROVISIONING,
-                False,
-                "NotReadyForProvisioning",
-                "CapacityBuffer is not ready for provisioning",
-                previous,
-                now,
-                generation,
-            ),
+            _not_provisioning(previous, now, generation),
         ],
     }
 

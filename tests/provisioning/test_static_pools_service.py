@@ -15,14 +15,9 @@ from tests.workflow.fakes import make_pdb
 logging.getLogger("longshore.services.static_pools").setLevel(logging.INFO)
 
 
-def _world(replicas: int, nodes: int, *, limit: int | None = None) -> tuple[PlannerWorld, StaticPools]:
-    static = replace(a_pool("reserved", policy="WhenEmpty", after=None), replicas=replicas)
-    if limit is not None:
-        static = replace(static, limits=Limits.of({"nodes": limit}))
-    w = PlannerWorld(cluster_config(static))
-    for i in range(nodes):
-        w.add_node(f"r{i}", pool_name="reserved", created=w.clock.now() - 3600 + i)
-    pools = StaticPools(
+def _static_pools(w: PlannerWorld) -> StaticPools:
+    """The service over `w`'s fakes, with the claim store a cold container would read too."""
+    return StaticPools(
         w.config,
         w.cluster,
         w.launcher,
@@ -32,6 +27,16 @@ def _world(replicas: int, nodes: int, *, limit: int | None = None) -> tuple[Plan
         w.workflows,
         store=w.world.claims,
     )
+
+
+def _world(replicas: int, nodes: int, *, limit: int | None = None) -> tuple[PlannerWorld, StaticPools]:
+    static = replace(a_pool("reserved", policy="WhenEmpty", after=None), replicas=replicas)
+    if limit is not None:
+        static = replace(static, limits=Limits.of({"nodes": limit}))
+    w = PlannerWorld(cluster_config(static))
+    for i in range(nodes):
+        w.add_node(f"r{i}", pool_name="reserved", created=w.clock.now() - 3600 + i)
+    pools = _static_pools(w)
     return w, pools
 
 
@@ -91,16 +96,7 @@ def test_a_cold_start_between_the_decision_and_the_workflows_first_step_removes_
     assert marked.removal_started_at == w.clock.now()
     taints = [t for n in w.cluster.nodes.values() for t in (n.get("spec") or {}).get("taints") or ()]
     assert not [t for t in taints if t.get("key") == "karpenter.sh/disrupted"], "not tainted yet"
-    cold = StaticPools(
-        w.config,
-        w.cluster,
-        w.launcher,
-        w.offerings,
-        lambda: TYPES,
-        w.metrics,
-        w.workflows,
-        store=w.world.claims,
-    )
+    cold = _static_pools(w)
     again = cold.reconcile(w.world.claims.list(), w.clock.now())
     assert again.removing == () and again.plans[0].active == 2
     w.clock.advance(600)
@@ -110,14 +106,5 @@ def test_a_cold_start_between_the_decision_and_the_workflows_first_step_removes_
 
 def test_a_dynamic_only_config_does_nothing() -> None:
     w = PlannerWorld(cluster_config(a_pool()))
-    pools = StaticPools(
-        w.config,
-        w.cluster,
-        w.launcher,
-        w.offerings,
-        lambda: TYPES,
-        w.metrics,
-        w.workflows,
-        store=w.world.claims,
-    )
+    pools = _static_pools(w)
     assert pools.reconcile(w.world.claims.list(), w.clock.now()).plans == ()

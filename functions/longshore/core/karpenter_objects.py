@@ -147,6 +147,8 @@ def nodeclaim_object(
     ):
         if value:
             labels[key] = value
+    if claim.reservation_interruptible is not None:  # launched into a reservation, as its node is labelled
+        labels[wk.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(claim.reservation_interruptible).lower()
     wanted = [
         Condition("Launched", claim.launched_at is not None, "Launched", since=claim.launched_at),
         Condition("Registered", claim.registered_at is not None, "Registered", since=claim.registered_at),

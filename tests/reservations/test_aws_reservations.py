@@ -231,3 +231,29 @@ def test_the_nodeclaim_object_of_a_reserved_launch_carries_the_three_reservation
     assert spot.claim is not None
     spot_labels = nodeclaim_object(spot.claim, None, None, NOW)["metadata"]["labels"]
     assert wk.CAPACITY_RESERVATION_INTERRUPTIBLE not in spot_labels
+
+
+def test_a_failed_read_is_reported_per_term_until_a_read_succeeds(
+    world: World,  # noqa: F811
+    store: ReservationStore,
+) -> None:
+    """What `CapacityReservationsReady` says (`ports.cloud.CapacityReservations.failure`): the term that could
+    not be read and EC2's error, while the last answer is still used; gone once a read succeeds."""
+    store.add("m5.large", "us-east-1a", 2, id="cr-1", tags={"team": "ml"})
+    found = reader(world)
+    cls = node_class(
+        capacity_reservation_selector_terms=(SelectorTerm(id="cr-missing"), SelectorTerm(tags=ML))
+    )
+    assert [r.id for r in found.list(cls, NOW)] == ["cr-1"]
+    assert found.failure(cls) == ""  # an id EC2 does not know selects nothing: not a failure
+    store.failing = "UnauthorizedOperation"
+    assert [r.id for r in found.list(cls, NOW + 61)] == ["cr-1"]  # the last answer, still used
+    problem = found.failure(cls)
+    assert problem.startswith("capacityReservationSelectorTerms[0]: DescribeCapacityReservations failed: ")
+    assert "capacityReservationSelectorTerms[1]" in problem and "UnauthorizedOperation" in problem
+    store.failing = None
+    assert [r.id for r in found.list(cls, NOW + 62)] == ["cr-1"]
+    assert found.failure(cls) == ""
+    broken = Ec2CapacityReservations(world.ec2, lambda _c: (_ for _ in ()).throw(RuntimeError("no subnets")))
+    assert broken.list(cls, NOW) == ()
+    assert broken.failure(cls) == "the node class's subnet zones could not be read: no subnets"

@@ -175,6 +175,7 @@ def test_catalog_lists_each_selected_reservation_with_price_room_id_and_type(tmp
     ("content", "expected"),
     [
         ("{not: [valid", "reservations.json:"),
+        ("", "reservations.json: the file is empty"),
         ('"just text"', "expected a DescribeCapacityReservations answer"),
         (json.dumps([42]), "CapacityReservations[0]: expected a mapping of fields, got int 42"),
         (

@@ -64,6 +64,10 @@ def load_reservation_file(path: Path) -> tuple[dict[str, Any], ...]:
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error)
         raise ReservationFileError([f"{path}{where}: not JSON or YAML: {problem}"]) from None
+    if document is None:
+        raise ReservationFileError(
+            [f"{path}: the file is empty (expected a DescribeCapacityReservations answer)"]
+        )
     if isinstance(document, Mapping) and "CapacityReservations" in document:
         entries = document["CapacityReservations"]
     else:

@@ -7,6 +7,8 @@ client (or a boto3 session) with botocore event hooks, so production code calls 
   from the request's ids and filters, `before-call` returns it without sending anything): `state`, `owner-id`,
   `instance-match-criteria`, `tag:K`, `tag-key` filters and `CapacityReservationIds`; an unknown id is EC2's
   `InvalidCapacityReservationId.NotFound`. A reservation is `expired` once the virtual clock passes its end.
+  While `failing` holds an error code, every call is refused with it (HTTP 403), as EC2 refuses a role
+  without `ec2:DescribeCapacityReservations`.
 - **CreateLaunchTemplate**: a template whose data targets a reservation (`CapacityReservationSpecification`) is
   remembered by name, with its market type (`capacity-block`).
 - **CreateFleet** through such templates: a reservation without room (or not active, or another type or zone
@@ -91,6 +93,7 @@ class ReservationStore:
         self._ids = itertools.count(1)
         self.refused = 0  # overrides refused for want of room
         self.fleet_requests: list[dict[str, Any]] = []  # CreateFleet parameters as the caller sent them
+        self.failing: str | None = None  # an error code every DescribeCapacityReservations answers with
 
     # -- the account -----------------------------------------------------------------------------------------
 
@@ -151,6 +154,10 @@ class ReservationStore:
     def _describe(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         ids = list(params.get("CapacityReservationIds") or [])
         filters = {f["Name"]: set(f.get("Values") or []) for f in params.get("Filters") or []}
+        if self.failing is not None:
+            message = "You are not authorized to perform this operation."
+            context[_ANSWER] = {"__status": 403, "Error": {"Code": self.failing, "Message": message}}
+            return
         with self._lock:
             self._refresh()
             unknown = [i for i in ids if i not in self.reservations]

@@ -181,3 +181,28 @@ def test_a_deleted_nodeclaim_starts_the_drain_kubectl_delete_node_starts(world) 
     assert "default-abc12" in publish(sync, [launching], (), workflow, clock.now()).released
     assert [o["metadata"]["name"] for o in emulator.store.list("nodeclaims", None)] == ["default-new"]
     assert len(workflow.commands) == 2, "a launched claim without an instance has nothing to drain"
+
+
+def test_a_node_class_whose_reservations_cannot_be_read_shows_it_and_is_not_ready(world) -> None:  # type: ignore[no-untyped-def]
+    emulator, objects, sync, clock = world
+    seed(emulator)
+    result = merged(objects)
+    sync.publish_pools(result.verdicts, {})
+    cls = emulator.store.get("ec2nodeclasses", "default")
+    assert condition(cls, "CapacityReservationsReady")["status"] == "True"  # no terms: resolved
+    problem = (
+        "capacityReservationSelectorTerms[0]: DescribeCapacityReservations failed: UnauthorizedOperation"
+    )
+    clock.advance(30)
+    assert sync.publish_pools(result.verdicts, {}, {}, {"default": problem}) == 1
+    cls = emulator.store.get("ec2nodeclasses", "default")
+    failed = condition(cls, "CapacityReservationsReady")
+    assert (failed["status"], failed["reason"], failed["message"]) == (
+        "False",
+        "CapacityReservationResolutionFailed",
+        problem,
+    )
+    assert (condition(cls, "Ready")["status"], condition(cls, "Ready")["message"]) == ("False", problem)
+    # the pool's NodeClassReady follows the class's validation: Longshore keeps provisioning it
+    assert condition(emulator.store.get("nodepools", "default"), "NodeClassReady")["status"] == "True"
+    assert sync.publish_pools(result.verdicts, {}, {}, {"default": problem}) == 0  # nothing new, no write

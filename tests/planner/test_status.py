@@ -158,6 +158,43 @@ def test_plan_without_pods_plans_the_pods_pending_in_the_cluster(
     assert claim["instance_type"] == "m5.2xlarge" and claim["pods"] == ["default/burst"]
 
 
+def test_plan_without_pods_plans_the_reservations_of_a_file(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    """`--reservations` in the live form: the cluster's EC2NodeClass selects from the file (`cli.reservations`)."""
+    from longshore.cli.plan import command as plan_command
+
+    for doc in yaml.safe_load_all(CONFIG):
+        if doc["kind"] == "NodePool":
+            doc["spec"]["template"]["spec"]["requirements"][1]["values"] = ["reserved", "on-demand"]
+            emulator.store.create("nodepools", doc)
+        else:
+            doc["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-live"}]
+            emulator.store.create("ec2nodeclasses", doc)
+    pending = pod_manifest("burst", cpu="6", memory="4Gi")
+    pending["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    emulator.store.create("pods", pending, keep_status=True)
+    reservations = tmp_path / "reservations.yaml"
+    reservations.write_text(
+        "- {CapacityReservationId: cr-live, InstanceType: m5.2xlarge, AvailabilityZone: us-east-1a,"
+        " AvailableInstanceCount: 1}\n"
+    )
+    args = ["--kubeconfig", str(kubeconfig(emulator, tmp_path)), "--cluster-name", "demo-cluster", "--json"]
+    result = CliRunner().invoke(
+        plan_command, [*args, "--reservations", str(reservations)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    (claim,) = json.loads(result.stdout)["nodeclaims"]
+    assert (claim["capacity_type"], claim["reservation_id"], claim["pods"]) == (
+        "reserved",
+        "cr-live",
+        ["default/burst"],
+    )
+
+
 BUFFER_CONFIG = """apiVersion: longshore.io/v1alpha1
 kind: Cluster
 metadata: {name: demo-cluster}

@@ -7,6 +7,7 @@ reservation."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from longshore.adapters.aws.reservations import Ec2CapacityReservations, query
 from longshore.adapters.aws.userdata import parse_bootstrap
 from longshore.core import labels as wk
 from longshore.core.claims import KubeletSettings, LaunchOption
+from longshore.core.karpenter_objects import nodeclaim_object
 from longshore.core.model import SelectorTerm
 from longshore_sim.reservations import ReservationStore
 from tests.adapters.conftest import World, node_class, request, world  # noqa: F401
@@ -207,3 +209,51 @@ def test_an_instance_whose_reservation_ended_reads_as_on_demand(
     store.cancel("cr-1")
     (instance,) = world.instances.describe([instance_id])
     assert (instance.capacity_type, instance.reservation_id) == ("on-demand", None)
+
+
+def test_the_nodeclaim_object_of_a_reserved_launch_carries_the_three_reservation_labels(
+    world: World,  # noqa: F811
+    store: ReservationStore,
+) -> None:
+    """aws provider `pkg/cloudprovider/cloudprovider.go` (`instanceToNodeClaim`): a reserved NodeClaim is labelled
+    with `capacity-reservation-id`, `-type` and `-interruptible`, as its node is."""
+    store.add("m5.large", "us-east-1a", 1, id="cr-int", interruptible=True)
+    option = replace(reserved_option("cr-int"), reservation_interruptible=True)
+    result = world.launcher().launch(request(opts=(option,)), NOW)
+    assert result.status == "launched" and result.claim is not None
+    stored = world.store.get(result.claim.id)
+    assert stored is not None and stored.reservation_interruptible is True  # kept in the claim record
+    labels = nodeclaim_object(stored, None, None, NOW)["metadata"]["labels"]
+    assert labels[wk.CAPACITY_RESERVATION_ID] == "cr-int"
+    assert labels[wk.CAPACITY_RESERVATION_TYPE] == "default"
+    assert labels[wk.CAPACITY_RESERVATION_INTERRUPTIBLE] == "true"
+    spot = world.launcher().launch(request(pods=("default/web-2",), opts=(spot_option(),)), NOW)
+    assert spot.claim is not None
+    spot_labels = nodeclaim_object(spot.claim, None, None, NOW)["metadata"]["labels"]
+    assert wk.CAPACITY_RESERVATION_INTERRUPTIBLE not in spot_labels
+
+
+def test_a_failed_read_is_reported_per_term_until_a_read_succeeds(
+    world: World,  # noqa: F811
+    store: ReservationStore,
+) -> None:
+    """What `CapacityReservationsReady` says (`ports.cloud.CapacityReservations.failure`): the term that could
+    not be read and EC2's error, while the last answer is still used; gone once a read succeeds."""
+    store.add("m5.large", "us-east-1a", 2, id="cr-1", tags={"team": "ml"})
+    found = reader(world)
+    cls = node_class(
+        capacity_reservation_selector_terms=(SelectorTerm(id="cr-missing"), SelectorTerm(tags=ML))
+    )
+    assert [r.id for r in found.list(cls, NOW)] == ["cr-1"]
+    assert found.failure(cls) == ""  # an id EC2 does not know selects nothing: not a failure
+    store.failing = "UnauthorizedOperation"
+    assert [r.id for r in found.list(cls, NOW + 61)] == ["cr-1"]  # the last answer, still used
+    problem = found.failure(cls)
+    assert problem.startswith("capacityReservationSelectorTerms[0]: DescribeCapacityReservations failed: ")
+    assert "capacityReservationSelectorTerms[1]" in problem and "UnauthorizedOperation" in problem
+    store.failing = None
+    assert [r.id for r in found.list(cls, NOW + 62)] == ["cr-1"]
+    assert found.failure(cls) == ""
+    broken = Ec2CapacityReservations(world.ec2, lambda _c: (_ for _ in ()).throw(RuntimeError("no subnets")))
+    assert broken.list(cls, NOW) == ()
+    assert broken.failure(cls) == "the node class's subnet zones could not be read: no subnets"

@@ -1,4 +1,5 @@
-"""`longshore catalog --config CLUSTER.yaml [--json] [--live]`: the instance types and offerings each pool may use.
+"""`longshore catalog --config CLUSTER.yaml [--json] [--live] [--reservations FILE]`: the instance types and
+offerings each pool may use.
 
 Theory of operation: the cluster configuration is loaded (and validated) as every command does, then the
 catalog for the cluster's region is built by the same code the provisioner runs (`adapters.aws.instance_types.
@@ -11,12 +12,21 @@ settings and node class) and every offering the pool's zone/capacity-type requir
 apply as the engine applies them (`core.overlays.overlaid`, per pool): prices are the adjusted ones, types
 are ordered by them, overlay capacity shows in the allocatable, and an offering an overlay priced keeps its
 catalog price in `list_price` and is marked `*` in the table (the preview of an overlay's effect).
+`--reservations FILE` adds the capacity reservations the node classes select from a DescribeCapacityReservations
+answer (`cli.reservations`, the provisioner's selection): one `reserved` offering per reservation, added after
+the overlays as the engine adds them (`core.reservations.with_reservations`), priced at on-demand / 10,000,000,
+with its reservation's id, type, interruptibility and the instances it still has room for (`remaining`; 0 for a
+Capacity Block within 40 minutes of its end); a pool sees them only when it allows `karpenter.sh/capacity-type:
+reserved`. The table lists them per pool.
 
 JSON schema (stable; quantities are Kubernetes quantity strings, prices USD per hour):
     {"region": str, "aws": "offline" | "live", "prices": str,
      "nodepools": {POOL: [{"name", "labels": {k: v}, "allocatable": {resource: qty}, "capacity": {resource: qty},
                            "offerings": [{"zone", "zone_id", "capacity_type", "price", "list_price",
-                                          "adjusted", "available"}]}]},
+                                          "adjusted", "available",
+                                          # reserved offerings only:
+                                          "reservation_id", "reservation_type", "interruptible",
+                                          "remaining"}]}]},
      "reasons": {POOL: str}}   # only pools with no compatible type
 """
 
@@ -24,6 +34,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +42,14 @@ import click
 
 from longshore.adapters.clock import WallClock
 from longshore.cli.options import config_options, load_from_options
+from longshore.cli.reservations import read_reservations, reservations_option
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog, InstanceType
 from longshore.core.model import ClusterConfig, NodePool
 from longshore.core.overlays import pool_view
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
+from longshore.core.reservations import ByClass, reservations_of, room_left, with_reservations
 
 PRICING_REGION = "us-east-1"
 
@@ -56,9 +69,10 @@ def pool_requirements(pool: NodePool) -> Requirements:
 
 
 def describe_pool(
-    cluster: ClusterConfig, pool: NodePool, catalog: Catalog
+    cluster: ClusterConfig, pool: NodePool, catalog: Catalog, reservations: ByClass = ()
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """The JSON rows for one pool, and a reason when there are none."""
+    """The JSON rows for one pool (with its node class's capacity `reservations`), and a reason when there are
+    none."""
     try:
         requirements = pool_requirements(pool)
     except RequirementError as exc:
@@ -66,13 +80,23 @@ def describe_pool(
     family = cluster.node_class_of(pool).ami_family
     listed = catalog.for_family(family)  # a Windows class's own view
     catalog = pool_view(catalog, pool, family)  # with the pool's NodeOverlays, as the engine sees it
-    rows = [_row(it, requirements, cluster, pool, listed[it.name]) for it in catalog.compatible(requirements)]
+    catalog = with_reservations(catalog, reservations_of(reservations, pool.node_class))
+    room = room_left(reservations)
+    rows = [
+        _row(it, requirements, cluster, pool, listed[it.name], room)
+        for it in catalog.compatible(requirements)
+    ]
     reason = None if rows else catalog.explain_none_compatible(requirements, subject=f"pool {pool.name}")
     return rows, reason
 
 
 def _row(
-    it: InstanceType, requirements: Requirements, cluster: ClusterConfig, pool: NodePool, listed: InstanceType
+    it: InstanceType,
+    requirements: Requirements,
+    cluster: ClusterConfig,
+    pool: NodePool,
+    listed: InstanceType,
+    room: Mapping[str, int],
 ) -> dict[str, Any]:
     node_class = cluster.node_class_of(pool)
     list_prices = {(o.zone, o.capacity_type): o.price for o in listed.offerings}
@@ -91,17 +115,29 @@ def _row(
                 "list_price": list_prices.get((o.zone, o.capacity_type), o.price),
                 "adjusted": o.price != list_prices.get((o.zone, o.capacity_type), o.price),
                 "available": o.available,
+                **(
+                    {
+                        "reservation_id": o.reservation_id,
+                        "reservation_type": o.reservation_type,
+                        "interruptible": bool(o.reservation_interruptible),
+                        "remaining": room.get(o.reservation_id, 0),
+                    }
+                    if o.reservation_id
+                    else {}
+                ),
             }
             for o in it.compatible_offerings(requirements, available_only=False)
         ],
     }
 
 
-def build_report(cluster: ClusterConfig, catalog: Catalog, aws: str) -> dict[str, Any]:
+def build_report(
+    cluster: ClusterConfig, catalog: Catalog, aws: str, reservations: ByClass = ()
+) -> dict[str, Any]:
     nodepools: dict[str, list[dict[str, Any]]] = {}
     reasons: dict[str, str] = {}
     for pool in cluster.pools_by_weight():
-        rows, reason = describe_pool(cluster, pool, catalog)
+        rows, reason = describe_pool(cluster, pool, catalog, reservations)
         nodepools[pool.name] = rows
         if reason is not None:
             reasons[pool.name] = reason
@@ -169,6 +205,31 @@ def _print_table(report: dict[str, Any], limit: int) -> None:
         if notes:
             table.caption = "; ".join(notes)
         console.print(table)
+        _print_reserved(console, pool, rows)
+
+
+def _print_reserved(console: Any, pool: str, rows: list[dict[str, Any]]) -> None:
+    """The pool's reserved offerings, one row per reservation (whatever `--limit` left out)."""
+    from rich.table import Table
+
+    reserved = [(row["name"], o) for row in rows for o in row["offerings"] if o.get("reservation_id")]
+    if not reserved:
+        return
+    table = Table(title=f"pool {pool}: {len(reserved)} capacity reservation(s)", title_justify="left")
+    for column in ("reservation", "type", "instance type", "zone", "$/h", "remaining", "available"):
+        table.add_column(column, justify="right" if column in ("$/h", "remaining") else "left")
+    for name, o in reserved:
+        kind = o["reservation_type"] + (" (interruptible)" if o["interruptible"] else "")
+        table.add_row(
+            o["reservation_id"],
+            kind,
+            name,
+            o["zone"],
+            f"{o['price']:.10f}",
+            str(o["remaining"]),
+            "yes" if o["available"] else "no",
+        )
+    console.print(table)
 
 
 @click.command("catalog")
@@ -178,8 +239,15 @@ def _print_table(report: dict[str, Any], limit: int) -> None:
     "--live", is_flag=True, help="Ask AWS (default credentials) instead of using the shipped EC2 data."
 )
 @click.option("--limit", default=15, show_default=True, help="Rows per pool in the table output.")
+@reservations_option
 def command(
-    config_paths: tuple[Path, ...], region: str, cluster_name: str, as_json: bool, live: bool, limit: int
+    config_paths: tuple[Path, ...],
+    region: str,
+    cluster_name: str,
+    as_json: bool,
+    live: bool,
+    limit: int,
+    reservations_path: Path | None,
 ) -> None:
     """Show, per pool, the compatible instance types, their allocatable and the offerings the pool allows."""
     cluster = load_from_options(config_paths, region, cluster_name)
@@ -189,7 +257,8 @@ def command(
             err=True,
         )
     catalog, aws = load(cluster, live)
-    report = build_report(cluster, catalog, aws)
+    reservations = read_reservations(reservations_path, cluster, catalog, WallClock().now())
+    report = build_report(cluster, catalog, aws, reservations)
     if as_json:
         click.echo(json.dumps(report, indent=1))
     else:

@@ -5,14 +5,18 @@ line), pending pods and DaemonSets from `--pods` (Pod, Deployment, ReplicaSet, S
 manifests; replicas expanded), existing nodes and their pods from `--nodes` (Node manifests plus pods with
 `spec.nodeName`). The instance catalog is EC2's: the DescribeInstanceTypes / DescribeInstanceTypeOfferings
 shapes shipped for the region (`longshore/data/ec2/`), priced from `longshore/data/prices.json`, assembled by the production
-adapter (`adapters.aws.instance_types.build_catalog`); nothing leaves the machine. The engine runs once;
-the table shows the claims (pool, instance type, zone, capacity type, $/h, pod count), where every pod goes
-and why the rest cannot run. `--json` prints `Plan.to_dict()` (schema in docs/scheduling.md).
+adapter (`adapters.aws.instance_types.build_catalog`); nothing leaves the machine. `--reservations FILE` adds
+the capacity reservations the node classes select from a DescribeCapacityReservations answer
+(`cli.reservations`), planned as the provisioner plans them: reserved before spot before on-demand, never more
+claims in a reservation than its `AvailableInstanceCount`. The engine runs once; the table shows the claims
+(pool, instance type, zone, capacity type and reservation, $/h, pod count), where every pod goes and why the
+rest cannot run. `--json` prints `Plan.to_dict()` (schema in docs/scheduling.md).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +24,7 @@ import click
 
 from longshore.cli.explain import cluster_options
 from longshore.cli.options import config_options, load_from_options
+from longshore.cli.reservations import read_reservations, reservations_option
 from longshore.config.errors import ConfigErrors
 from longshore.config.workloads import Workloads, load_workloads
 from longshore.core.catalog import Catalog
@@ -63,11 +68,13 @@ def _table(plan: Plan) -> str:
         lines.append(
             f"{'claim':<24} {'pool':<22} {'instance type':<16} {'zone':<16} {'capacity':<10} "
             f"{'$/h':>9} {'pods':>5}"
+            + ("  reservation" if any(claim.reservation_id for claim in plan.new_claims) else "")
         )
         for claim in plan.new_claims:
             lines.append(
                 f"{claim.name:<24} {claim.nodepool:<22} {claim.instance_type:<16} {claim.zone:<16} "
                 f"{claim.capacity_type:<10} {claim.price_per_hour:>9.4f} {len(claim.pods):>5}"
+                + (f"  {claim.reservation_id}" if claim.reservation_id else "")
             )
         lines.append(f"{len(plan.new_claims)} new node(s), ${plan.cost_per_hour:.4f} per hour")
     else:
@@ -111,6 +118,7 @@ def _table(plan: Plan) -> str:
     help="Override the replica count of a Deployment/StatefulSet/Job (e.g. inflate=5).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the documented schema).")
+@reservations_option
 @cluster_options
 def command(
     config_paths: tuple[Path, ...],
@@ -120,6 +128,7 @@ def command(
     node_paths: tuple[Path, ...],
     replica_overrides: tuple[str, ...],
     as_json: bool,
+    reservations_path: Path | None,
     kubeconfig: Path | None,
     kube_context: str | None,
     server: str | None,
@@ -129,7 +138,9 @@ def command(
     if not pod_paths:
         from longshore.cli.status import live_plan
 
-        plan = live_plan(config_paths, region, cluster_name, kubeconfig, kube_context, server, token)
+        plan = live_plan(
+            config_paths, region, cluster_name, kubeconfig, kube_context, server, token, reservations_path
+        )
         click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else _table(plan))
         return
     config = load_from_options(config_paths, region, cluster_name)
@@ -146,6 +157,7 @@ def command(
         nodes=nodes,
         daemonsets=workloads.daemonsets + existing.daemonsets,
         settings=config.settings,
+        reservations=read_reservations(reservations_path, config, catalog, time.time()),
     )
     plan = solve(inp)
     if as_json:

@@ -67,8 +67,9 @@ def live_config(
     return merged.config, merged.verdicts
 
 
-def _solve_pending(config: ClusterConfig, snapshot: Any) -> Any:
-    """The provisioner's plan: the pending pods, then the CapacityBuffers' virtual pods (`buffer_pods`)."""
+def _solve_pending(config: ClusterConfig, snapshot: Any, reservations: Any = ()) -> Any:
+    """The provisioner's plan: the pending pods, then the CapacityBuffers' virtual pods (`buffer_pods`), with
+    the node classes' capacity reservations (`core.reservations.ByClass`) when given."""
     from longshore.core.scheduling import SchedulingInput
     from longshore.services.buffer_pods import plan_with_buffers
 
@@ -84,6 +85,7 @@ def _solve_pending(config: ClusterConfig, snapshot: Any) -> Any:
             daemonsets=inp.daemonsets,
             unavailable=inp.unavailable,
             settings=config.settings,
+            reservations=reservations,
         ),
         inp.buffers,
     )
@@ -270,11 +272,17 @@ def live_plan(
     kube_context: str | None,
     server: str | None,
     token: str | None,
+    reservations_path: Path | None = None,
 ) -> Any:
-    """`longshore plan` without `--pods`: the plan for the pods pending now in a live cluster (read-only)."""
+    """`longshore plan` without `--pods`: the plan for the pods pending now in a live cluster (read-only),
+    with the capacity reservations of `reservations_path` (`cli.reservations`)."""
+    from longshore.cli.reservations import read_reservations
+
     api = kube_api_client(kubeconfig, kube_context, server, token)
-    config, _, snapshot, _ = _live_snapshot(config_paths, region, cluster_name, api, None, False, time.time())
-    return _solve_pending(config, snapshot)
+    now = time.time()
+    config, _, snapshot, _ = _live_snapshot(config_paths, region, cluster_name, api, None, False, now)
+    reserved = read_reservations(reservations_path, config, snapshot.input.catalog, now)
+    return _solve_pending(config, snapshot, reserved)
 
 
 @click.command(name="status")

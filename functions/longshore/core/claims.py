@@ -103,10 +103,12 @@ class NodeClaim:
     # Karpenter's `karpenter.sh/nodeclaim-min-values-relaxed` annotation
     min_values_relaxed: bool | None = None
     # Capacity reservations (`core.reservations`): the reservation the instance runs in, its type, and for a
-    # capacity block its end (epoch seconds; the planner drains the node 40 min before it)
+    # capacity block its end (epoch seconds; the planner drains the node 40 min before it); whether the
+    # reservation is interruptible (None: not launched into one)
     reservation_id: str | None = None
     reservation_type: str | None = None
     reservation_end: float | None = None
+    reservation_interruptible: bool | None = None
     # A static pool's scale-down chose this claim's node for removal then (written before its workflow starts),
     # so every provisioner, a cold one too, counts it as leaving (`services.static_pools`).
     removal_started_at: float | None = None

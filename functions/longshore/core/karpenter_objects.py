@@ -10,8 +10,14 @@ Rules:
   `Consolidatable` and `Disrupting` (from what the planner and the workflow say), each with the time it last
   changed: a condition whose status did not change keeps its `lastTransitionTime`, so rewriting is idempotent.
 - Pool and class status follow Karpenter's readiness: `ValidationSucceeded` (the verdict of
-  `config.cluster_objects`), `NodeClassReady` for pools, and `Ready`, true only when every other condition
-  is. A NodePool's `status.resources` holds the `nodes` count and the cpu and memory of its nodes.
+  `config.cluster_objects`), `NodeClassReady` for pools, `CapacityReservationsReady` for classes, and `Ready`,
+  true only when every other condition is. A NodePool's `status.resources` holds the `nodes` count and the
+  cpu and memory of its nodes.
+- `CapacityReservationsReady` (aws/karpenter-provider-aws `pkg/controllers/nodeclass/capacityreservation.go`,
+  reason `CapacityReservationsReady`) is True once the class's `capacityReservationSelectorTerms` were
+  resolved, also when there are none or they select nothing; False with reason
+  `CapacityReservationResolutionFailed` and the failed term and EC2 error as message while a lookup fails
+  (Karpenter leaves the condition as it was and retries; Longshore says so, and the class is then not Ready).
 - Deleting a NodeClaim disrupts its node as Karpenter does (its `karpenter.sh/termination` finalizer holds the
   object): `deletion_commands` turns each deleted object whose claim has an instance into the `deleted`
   disruption that `kubectl delete node` starts (cordon, drain honouring PDBs, terminate, delete the Node, forget
@@ -37,6 +43,8 @@ TERMINATION_FINALIZER = "karpenter.sh/termination"
 #: Set on a NodeClaim by Karpenter when `minValuesPolicy: BestEffort` lowered a minValues to launch it.
 MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
 MANAGED_BY = "longshore.io/managed-by"
+CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"
+RESERVATION_RESOLUTION_FAILED = "CapacityReservationResolutionFailed"
 """Label on every NodeClaim object Longshore writes (objects without it, such as Karpenter's, are left alone)."""
 
 
@@ -147,6 +155,8 @@ def nodeclaim_object(
     ):
         if value:
             labels[key] = value
+    if claim.reservation_interruptible is not None:  # launched into a reservation, as its node is labelled
+        labels[wk.CAPACITY_RESERVATION_INTERRUPTIBLE] = str(claim.reservation_interruptible).lower()
     wanted = [
         Condition("Launched", claim.launched_at is not None, "Launched", since=claim.launched_at),
         Condition("Registered", claim.registered_at is not None, "Registered", since=claim.registered_at),
@@ -239,12 +249,23 @@ def pool_status(
     now: float,
     usage: PoolUsage | None = None,
     reservations: tuple[Reservation, ...] | None = None,
+    reservation_failure: str = "",
 ) -> dict[str, Any]:
     """The status of a NodePool (`class_ready` given) or an EC2NodeClass (`class_ready` None), with the
-    `capacityReservations` an EC2NodeClass selects when `reservations` is given."""
+    `capacityReservations` an EC2NodeClass selects when `reservations` is given and why they could not be
+    read (`reservation_failure`, "" when they were)."""
     wanted = [
         Condition("ValidationSucceeded", valid, "Valid" if valid else "Invalid", message if not valid else "")
     ]
+    if class_ready is None:
+        wanted.append(
+            Condition(
+                CAPACITY_RESERVATIONS_READY,
+                not reservation_failure,
+                CAPACITY_RESERVATIONS_READY if not reservation_failure else RESERVATION_RESOLUTION_FAILED,
+                reservation_failure,
+            )
+        )
     if class_ready is not None:
         wanted.append(
             Condition(

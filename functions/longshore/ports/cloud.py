@@ -114,3 +114,9 @@ class CapacityReservations(Protocol):
     def mark_launched(self, reservation_id: str) -> None:
         """One instance was launched into the reservation: its room shrinks by one until the next read."""
         ...
+
+    def failure(self, node_class: NodeClass) -> str:
+        """Why the last `list` of `node_class` could not read everything it asked for ("" when it could): each
+        selector term (by its index in `capacityReservationSelectorTerms`) or the zone lookup that failed, with
+        the error. A term whose id EC2 does not know is not a failure (it selects nothing)."""
+        ...

@@ -74,9 +74,11 @@ class KarpenterObjectSync:
         verdicts: Sequence[ObjectVerdict],
         usage: Mapping[str, PoolUsage],
         reserved: Mapping[str, tuple[Reservation, ...]] | None = None,
+        reservation_failures: Mapping[str, str] | None = None,
     ) -> int:
         """Write the status of every judged pool and class (with the capacity reservations of the classes in
-        `reserved`); returns how many statuses were written."""
+        `reserved`, and `CapacityReservationsReady` False for those in `reservation_failures`); returns how many
+        statuses were written."""
         now = self._clock.now()
         current: dict[tuple[str, str], dict[str, Any]] = {}
         kinds: tuple[Kind, ...] = ("NodePool", "EC2NodeClass")
@@ -104,6 +106,7 @@ class KarpenterObjectSync:
                 now,
                 usage.get(verdict.name) if class_ready is not None else None,
                 (reserved or {}).get(verdict.name) if verdict.kind == "EC2NodeClass" else None,
+                (reservation_failures or {}).get(verdict.name, "") if verdict.kind == "EC2NodeClass" else "",
             )
             if not _status_differs(obj, status):
                 continue
@@ -159,6 +162,7 @@ def publish(
     workflow: DisruptionWorkflow | None,
     now: float,
     reserved: Mapping[str, tuple[Reservation, ...]] | None = None,
+    reservation_failures: Mapping[str, str] | None = None,
 ) -> ClaimSync:
     """One provisioner invocation's update of Karpenter's objects: pool and class status (with each pool's
     node count), a NodeClaim per launched claim, and the disruption of every NodeClaim a user deleted
@@ -168,7 +172,7 @@ def publish(
         if claim.state in ("launched", "registered", "initialized"):
             seen = usage.get(claim.nodepool, PoolUsage())
             usage[claim.nodepool] = PoolUsage(seen.nodes + 1, seen.cpu_millis, seen.memory_bytes)
-    sync.publish_pools(verdicts, usage, reserved)
+    sync.publish_pools(verdicts, usage, reserved, reservation_failures)
     synced = sync.publish_claims(claims)
     if synced.deleting and workflow is not None:  # `kubectl delete nodeclaim`
         disrupt_deleted(workflow, claims, synced.deleting, now)

@@ -397,5 +397,8 @@ class ClaimLauncher:
             reservation_end=chosen.reservation_end
             if chosen is not None and instance.reservation_id
             else None,
+            reservation_interruptible=bool(chosen.reservation_interruptible)
+            if chosen is not None and instance.reservation_id
+            else None,
         )
         return self._store.compare_and_put(launched)

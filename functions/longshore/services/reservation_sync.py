@@ -1,5 +1,6 @@
 """Capacity reservations as the provisioner's passes see them: which reservations each node class selects
-(`reservations_by_class`), and nodes whose instance left its capacity reservation become on-demand (aws/karpenter-provider-aws
+(`reservations_by_class`; for the EC2NodeClass status, with why they could not be read: `class_reservations`),
+and nodes whose instance left its capacity reservation become on-demand (aws/karpenter-provider-aws
 `pkg/controllers/capacityreservation/capacitytype/controller.go`).
 
 Rule: when a reservation expires or is cancelled, EC2 keeps its instances running as on-demand and
@@ -21,7 +22,7 @@ from dataclasses import replace
 from longshore.core import labels as wk
 from longshore.core.claims import CloudInstance, NodeClaim, NodeObservation, instance_id_of
 from longshore.core.model import ClusterConfig
-from longshore.core.reservations import ByClass
+from longshore.core.reservations import ByClass, Reservation
 from longshore.ports.cloud import CapacityReservations
 from longshore.ports.kube import Cluster, NodePatch
 from longshore.ports.store import ClaimStore
@@ -73,17 +74,42 @@ def relabel_left_reservations(
 
 
 def reservations_by_class(
-    reservations: CapacityReservations | None, config: ClusterConfig, now: float, *, static_too: bool = False
+    reservations: CapacityReservations | None, config: ClusterConfig, now: float
 ) -> ByClass:
-    """The active capacity reservations of the node classes that select some: of the pools the provisioner
-    plans (`static_too`: of every node class, for their status)."""
+    """The active capacity reservations of the node classes that select some, of the pools the provisioner
+    plans (not static pools)."""
     if reservations is None:
         return ()
-    wanted = {p.node_class for p in config.node_pools if static_too or p.replicas is None}
+    wanted = {p.node_class for p in config.node_pools if p.replicas is None}
     return tuple(
         sorted(
             (node_class.name, reservations.list(node_class, now))
             for node_class in config.node_classes
-            if (static_too or node_class.name in wanted) and node_class.capacity_reservation_selector_terms
+            if node_class.name in wanted and node_class.capacity_reservation_selector_terms
         )
     )
+
+
+def class_reservations(
+    reservations: CapacityReservations | None, config: ClusterConfig, now: float
+) -> tuple[dict[str, tuple[Reservation, ...]], dict[str, str]]:
+    """For the EC2NodeClass status: the reservations of every node class that selects some, and why the lookup
+    failed for the classes where it did (`ports.cloud.CapacityReservations.failure`; an unexpected error names
+    its type). A class without terms has neither: its `CapacityReservationsReady` is True."""
+    found: dict[str, tuple[Reservation, ...]] = {}
+    failures: dict[str, str] = {}
+    if reservations is None:
+        return found, failures
+    for node_class in config.node_classes:
+        if not node_class.capacity_reservation_selector_terms:
+            continue
+        try:
+            found[node_class.name] = reservations.list(node_class, now)
+        except Exception as error:  # the status says so; provisioning is not stopped by it
+            failures[node_class.name] = (
+                f"capacity reservations could not be read: {type(error).__name__}: {error}"
+            )
+            continue
+        if problem := reservations.failure(node_class):
+            failures[node_class.name] = problem
+    return found, failures

@@ -29,7 +29,7 @@ from longshore.ports.workflow import DisruptionWorkflow
 from longshore.services import buffer_pods
 from longshore.services.karpenter_sync import KarpenterObjectSync, publish
 from longshore.services.provisioner import ProvisionerService, ProvisionerSettings
-from longshore.services.reservation_sync import reservations_by_class
+from longshore.services.reservation_sync import class_reservations
 from longshore.wiring.container import Container
 from longshore.wiring.runtime import Runtime
 
@@ -91,8 +91,8 @@ class ProvisionerRuntime:
             return
         try:
             now = self.clock.now()
-            reserved = dict(reservations_by_class(self.reservations, self.config, now, static_too=True))
-            publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, now, reserved)
+            reserved, failures = class_reservations(self.reservations, self.config, now)
+            publish(self.karpenter, self.store.list(), self.verdicts, self.workflow, now, reserved, failures)
         except Exception as error:  # the next invocation writes them again
             log.warning("could not update Karpenter's objects", extra={"error": str(error)})
 

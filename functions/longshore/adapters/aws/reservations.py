@@ -11,7 +11,9 @@ cache); the room
 (`AvailableInstanceCount`) of each reservation is kept apart and is decremented by `mark_launched` until the
 next read from EC2 replaces it, so the passes of one warm container do not count a launch twice nor forget
 one. An EC2 error is logged and the last answer (or nothing) is used: reservations are an optimisation,
-never a reason to stop provisioning.
+never a reason to stop provisioning. The error is kept per term (and per node class for its zones) until
+the next read succeeds, and `failure` reports it for the EC2NodeClass's `CapacityReservationsReady`
+condition (`core.karpenter_objects`).
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ class Ec2CapacityReservations:
         self._answers: dict[SelectorTerm, tuple[float, tuple[dict[str, Any], ...]]] = {}
         self._room: dict[str, int] = {}
         self._zone_answers: dict[str, tuple[float, frozenset[str]]] = {}
+        self._term_errors: dict[SelectorTerm, str] = {}  # the error of each term's last failed read
+        self._zone_errors: dict[str, str] = {}  # node class name -> the error of its last zone lookup
 
     def list(self, node_class: NodeClass, now: float) -> tuple[Reservation, ...]:
         terms = node_class.capacity_reservation_selector_terms
@@ -112,7 +116,9 @@ class Ec2CapacityReservations:
                 "no zones for capacity reservations",
                 extra={"node_class": node_class.name, "error": str(error)},
             )
+            self._zone_errors[node_class.name] = str(error) or type(error).__name__
             return ()
+        self._zone_errors.pop(node_class.name, None)
         found: list[Reservation] = []
         for rid, item in sorted(items.items()):
             reservation = to_reservation(item, now)
@@ -134,6 +140,16 @@ class Ec2CapacityReservations:
         if reservation_id in self._room:
             self._room[reservation_id] = max(0, self._room[reservation_id] - 1)
 
+    def failure(self, node_class: NodeClass) -> str:
+        problems = [
+            f"capacityReservationSelectorTerms[{index}]: DescribeCapacityReservations failed: {error}"
+            for index, term in enumerate(node_class.capacity_reservation_selector_terms)
+            if (error := self._term_errors.get(term))
+        ]
+        if zone_error := self._zone_errors.get(node_class.name):
+            problems.append(f"the node class's subnet zones could not be read: {zone_error}")
+        return "; ".join(problems)
+
     def _answer(self, term: SelectorTerm, now: float) -> tuple[dict[str, Any], ...]:
         cached = self._answers.get(term)
         if cached is not None and now - cached[0] < CACHE_TTL_S:
@@ -145,7 +161,10 @@ class Ec2CapacityReservations:
                 "could not read capacity reservations",
                 extra={"code": error_code(error), "term": repr(term)},
             )
+            message = str(error.response.get("Error", {}).get("Message") or "")
+            self._term_errors[term] = f"{error_code(error)}: {message}" if message else error_code(error)
             return cached[1] if cached is not None else ()
+        self._term_errors.pop(term, None)
         self._answers[term] = (now, items)
         for item in items:  # a fresh read replaces what launches since the last one decremented
             self._room[str(item["CapacityReservationId"])] = int(item.get("AvailableInstanceCount", 0))

@@ -4,7 +4,8 @@ Theory of operation: a `Plan` is a pure value. Each `ClaimPlan` is one node to l
 class it comes from, the narrowed requirements, the compatible instance types cheapest first (at most 60,
 so a fleet request can fall back), every (type, zone, capacity type) offering it may launch with, cheapest
 first, and the offering the plan priced (`instance_type`, `zone`, `capacity_type`, `price_per_hour`).
-`Plan.cost_per_hour` is the sum of the priced offerings. `to_dict` renders the stable JSON schema of
+`Plan.cost_per_hour` is the sum of the priced offerings. A claim priced `reserved` names its reservation
+(`reservation_id`, `core.scheduling.solver_reserved`). `to_dict` renders the stable JSON schema of
 `longshore plan --json` (quantities as Kubernetes quantity strings).
 """
 
@@ -56,6 +57,21 @@ class ClaimPlan:
     startup_taints: tuple[Taint, ...] = ()
     # a `minValues` lowered under `minValuesPolicy: BestEffort` (None: the claim has no minValues)
     min_values_relaxed: bool | None = None
+
+    @property
+    def reservation_id(self) -> str | None:
+        """The capacity reservation the claim is priced in (None unless it is priced `reserved`)."""
+        if self.capacity_type != "reserved":
+            return None
+        priced = (self.instance_type, self.zone, self.capacity_type)
+        return next(
+            (
+                o.reservation_id
+                for o in self.offerings
+                if o.reservation_id and (o.instance_type, o.zone, o.capacity_type) == priced
+            ),
+            None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +128,11 @@ class Plan:
                             "zone": o.zone,
                             "capacity_type": o.capacity_type,
                             "price": o.price,
+                            **(
+                                {"reservation_id": o.reservation_id, "reservation_type": o.reservation_type}
+                                if o.reservation_id
+                                else {}
+                            ),
                         }
                         for o in claim.offerings[:20]
                     ],
@@ -121,6 +142,7 @@ class Plan:
                         if claim.min_values_relaxed is None
                         else {"min_values_relaxed": claim.min_values_relaxed}
                     ),
+                    **({"reservation_id": claim.reservation_id} if claim.reservation_id else {}),
                 }
                 for claim in self.new_claims
             ],

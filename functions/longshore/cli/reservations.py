@@ -1,0 +1,70 @@
+"""`--reservations FILE` of the `catalog` and `plan` commands: capacity reservations without asking AWS.
+
+Theory of operation: the file holds a DescribeCapacityReservations answer (`adapters.aws.reservations_file`
+validates it; every problem is printed with file, entry, field and value, and the command exits with status
+2). The reservations each node class selects are chosen by the provisioner's own code: the
+`Ec2CapacityReservations` adapter asks the file what it would ask EC2 for each `capacityReservationSelectorTerms`
+term (only `active` ones, not past their end), and `services.reservation_sync.reservations_by_class` keeps the
+node classes of the pools the provisioner plans. The node classes' subnets are not read offline, so every zone
+of the region's catalog counts as the class's; a reservation in a zone where its type is not offered gives an
+unavailable offering (`core.reservations`). Time is the wall clock (a Capacity Block is `expiring` 40 minutes
+before its end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from longshore.cli.options import CONFIG_ERROR_EXIT_CODE
+from longshore.core.catalog import Catalog
+from longshore.core.model import ClusterConfig
+from longshore.core.reservations import ByClass
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reservations_option(func: F) -> F:
+    """Add `--reservations FILE`; the command receives it as `reservations_path` (None when not given)."""
+    return click.option(
+        "--reservations",
+        "reservations_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        metavar="FILE",
+        help="Capacity reservations as DescribeCapacityReservations answers them (JSON or YAML, e.g. the "
+        "output of `aws ec2 describe-capacity-reservations`), selected by the EC2NodeClasses' "
+        "capacityReservationSelectorTerms.",
+    )(func)
+
+
+def read_reservations(path: Path | None, config: ClusterConfig, catalog: Catalog, now: float) -> ByClass:
+    """The reservations each node class selects from `path` (module docstring); () without a file."""
+    if path is None:
+        return ()
+    from longshore.adapters.aws.reservations import Ec2CapacityReservations
+    from longshore.adapters.aws.reservations_file import (
+        FileReservationsEc2,
+        ReservationFileError,
+        load_reservation_file,
+    )
+    from longshore.services.reservation_sync import reservations_by_class
+
+    try:
+        entries = load_reservation_file(path)
+    except ReservationFileError as error:
+        click.secho(f"{len(error.problems)} error(s) in the capacity reservations file", fg="red", err=True)
+        for problem in error.problems:
+            click.echo(f"  {problem}", err=True)
+        raise click.exceptions.Exit(CONFIG_ERROR_EXIT_CODE) from None
+    if not any(c.capacity_reservation_selector_terms for c in config.node_classes):
+        click.echo(
+            f"{path}: no EC2NodeClass has capacityReservationSelectorTerms, so no reservation is used",
+            err=True,
+        )
+    zones = frozenset(o.zone for it in catalog.instance_types for o in it.offerings)
+    reader = Ec2CapacityReservations(FileReservationsEc2(entries), lambda _node_class: zones)
+    return reservations_by_class(reader, config, now)

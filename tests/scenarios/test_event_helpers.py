@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from longshore.adapters.events.parse import parse_event
-from longshore_sim.runner import instance_ids_in, retime, substitute_instances
+from longshore_sim.scenario_steps import instance_ids_in, retime, substitute_instances
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 NOW = 1_767_225_720.0  # 2026-01-01T00:02:00Z

@@ -52,7 +52,7 @@ class PackerTuning:
     repack_nodes: int = 16
     """The tail re-pack (`packer_repack`) takes at most this many of the most wasteful nodes into one window."""
 
-    repack_states: int = 20000
+    repack_states: int = 50000
     """A window's programme has at most this many states (the product over its items of pods + 1)."""
 
     repack_patterns: int = 500
@@ -64,11 +64,14 @@ class PackerTuning:
     repack_dominance: int = 600
     """Up to this many patterns, a pattern a no dearer one holds is dropped (a quadratic test; fewer branches)."""
 
-    repack_work: int = 15000
+    repack_work: int = 30000
     """Work units (steps listing patterns, patterns tried) of the tail re-pack over one pack, all windows together: its hard work bound."""
 
-    repack_window_work: int = 13000
+    repack_window_work: int = 20000
     """Work units one window may spend; a window that runs out is retried with a quarter of the states."""
+
+    repack_lp_columns: int = 6
+    """The tail re-pack keeps at most this many pattern-LP dual solutions as bound columns (`packer_bounds.PatternBound`): each is a dot product per pattern tried."""
 
     repack_rounds: int = 4
     """At most this many windows are re-packed, each on the plan the previous one improved."""

@@ -60,6 +60,7 @@ def _allowed(items: list[Item], taken: tuple[int, ...], room: tuple[int, ...]) -
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(raw_items, st.integers(2000, 8000), st.integers(2048, 16384))
 def test_the_listing_yields_exactly_the_maximal_contents(raw, cpu, memory):
@@ -117,6 +118,7 @@ def _case(raw: list[tuple[int, int, int, int, bool]]):
     return packer, order, listed, tuple(item.count for item in items)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(raw_items)
 def test_the_pattern_lp_never_exceeds_the_optimum_and_its_duals_price_no_pattern_above_its_price(raw):
@@ -131,6 +133,7 @@ def test_the_pattern_lp_never_exceeds_the_optimum_and_its_duals_price_no_pattern
     assert columns  # the dual solutions are kept as bound columns
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(raw_items)
 def test_the_programme_finds_the_optimum_with_enough_work(raw):

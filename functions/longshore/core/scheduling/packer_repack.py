@@ -1,4 +1,4 @@
-"""Step 6: re-pack the most wasteful nodes exactly (a small dynamic programme over whole-node patterns).
+"""Step 6: re-pack the most wasteful nodes (a bounded exact search over whole-node patterns).
 
 The greedy fills one node at a time, so it can leave a tail of half-full nodes where a different mix over
 the last few nodes saves one (12 nodes of three 4-vCPU pods after nodes of five 2-vCPU and one 4-vCPU pod,
@@ -8,32 +8,35 @@ pods of one class where their spare room could have taken the pods of another.
 The step, on the plan the portfolio chose:
 
 1. *Choose a window.* Every node (replicas counted one by one) gets its *waste*: its price times the share of
-   its dominant resource left unused. The most wasteful nodes join the window while the product over their
-   items of (pods + 1), the number of states of the programme, stays within `TUNING.repack_states` and the
-   window within `TUNING.repack_nodes` nodes. Nodes holding `together` pods are left out. A window whose
-   waste is below `TUNING.repack_min_waste` of the plan's cost is not worth searching (a big plan's tail):
-   the step stops there, so big batches pay only for ranking their nodes.
+   its dominant resource left unused. The most wasteful nodes join the window while the number of states of
+   the programme stays within `TUNING.repack_states` and the window within `TUNING.repack_nodes` nodes.
+   The states are the product over the window's *positions* of (pods + 1), where interchangeable items
+   (same requests and offers, no cap, shared cap, conflict or `together`: `_twin_key`) share one position,
+   since their pods can swap places in any plan; the programme's nodes are split back over them in item
+   order (`_split_twins`). Nodes holding `together` pods are left out. A window whose waste is below
+   `TUNING.repack_min_waste` of the plan's cost is not worth searching (a big plan's tail): the step stops
+   there, so big batches pay only for ranking their nodes.
 2. *Patterns.* For every bin (instance type, set of groups its offer serves; `PackerState.by_price`, cheapest
-   first) cheaper than the window, every *maximal* content over the window's items is listed: counts
+   first) cheaper than the window, every *maximal* content over the window's positions is listed: counts
    within the window's pods, the items' caps and shared group caps, no two conflicting items, and no
    further pod of any item fits. Each is priced at the cheapest bin that holds it; a pattern that a no
-   dearer one holds is dropped. More than `TUNING.repack_patterns` patterns: no repack.
-3. *Exact programme.* `f(s)` is the least cost of nodes that hold the pod counts `s`: the first item with
-   pods left must be on some node, so `f(s) = min over patterns p holding it of price(p) + f(max(s - p, 0))`
-   (a node may hold fewer pods than its pattern: any node's content lies under some maximal pattern of its
-   bin, so this is exact over the window). Items are ordered by how few patterns hold them (fewer
-   branches first), patterns by worth per price (good plans early). A *dive* first follows, from the full
-   window, the pattern whose price plus a lower bound on the rest is least; then a depth-first search with a
-   limit (the dive's cost or the window's, then the best found) prunes a pattern when its price plus the
-   bound on the rest cannot beat the limit. The bound is the largest of the linear bounds of
-   `packer_bounds` (per-resource unit prices; the fluid LP's duals with per-node caps as resources). When
-   the search runs out of work, the dive's plan is still used if it is cheaper than the window.
+   dearer one holds is dropped. The listing skips contents that cannot end maximal: the last position
+   always takes all that fits, and a position that takes fewer than fit (with no later position sharing a
+   cap or a conflict with it) is cut when the later positions, even at most, cannot use up the room its
+   next pod needs. More than `TUNING.repack_patterns` patterns: the window is retried smaller, as below.
+3. *Programme* (`packer_programme`). `f(s)` is the least cost of nodes that hold the pod counts `s`, found
+   by a depth-first search over the patterns holding the first position with pods left, bounded by the
+   window's pattern LP (`packer_bounds.PatternBound`, solved at each state searched, its duals ordering the
+   patterns by reduced cost) and by linear bounds; it keeps the best plan found, so a search that runs out
+   of work still returns its best plan when that is cheaper than the window. Positions are ordered by how
+   few patterns hold them (fewer branches first).
 4. *Keep if cheaper.* The programme's nodes are re-priced with the cheapest offer that holds them; they
    replace the window only when they cost less and count no more against any pool limit in any dimension
    (so the limits still hold). Up to `TUNING.repack_rounds` windows are tried, each on the improved plan.
 
-Work bound: every step of the pattern listing and every pattern tried costs one unit; a window may spend
-`TUNING.repack_window_work`, all windows of one pack `TUNING.repack_work`. A window that runs out is
+Work bound: every step of the pattern listing, every pattern tried and every LP solve costs work units
+(`packer_programme.Work`); a window may spend `TUNING.repack_window_work`, all windows of one pack
+`TUNING.repack_work`. A window that runs out before any cheaper plan is found, or has too many patterns, is
 dropped unchanged and retried with a quarter of the states (fewer nodes) while the pack's budget lasts.
 
 Every invariant of the plan is kept: the same pods are placed (the window's counts are covered exactly),

@@ -86,6 +86,14 @@ def programme(
                 best = need
         return best
 
+    def beaten(price: float, rest: tuple[int, ...], best: float) -> bool:
+        """`price + bound(rest) >= best`, stopping at the first column that shows it (the newest, the LP's
+        duals, first: they cut most)."""
+        for column in reversed(weights):
+            if price + sum(n * w for n, w in zip(rest, column, strict=True) if n) >= best:
+                return True
+        return price >= best
+
     def efficiency(row: tuple[tuple[int, ...], float]) -> float:
         pattern, price = row
         return -bound(pattern) / price if price > 0 else -math.inf
@@ -146,7 +154,7 @@ def programme(
                 continue
             work.spend()
             rest = _step(state, pattern)
-            if price + bound(rest) >= best:
+            if beaten(price, rest, best):
                 continue
             trail.append((pattern, price))
             cost = price + search(rest, best - price)

@@ -45,11 +45,12 @@ is a list of node patterns, each replicated some number of times.
 5. *Downsizing and merging* (`packer_finish`). Each pattern is finally re-priced with the cheapest offer (any type, zone and
    capacity type all its items accept) that still holds it (ties keep the larger type: fewer nodes is never
    worse), and the cheapest small nodes are merged when one node costs no more.
-6. *Tail re-pack* (`packer_repack`). On the portfolio's plan, the most wasteful nodes (price times the unused
-   share of their dominant resource) form a window whose pods are re-packed exactly, by a small dynamic
-   programme over whole-node patterns with a hard work bound; the result replaces the window when it is
-   cheaper and counts no more against the limits (a greedy's tail of half-full nodes, or nodes of one
-   type opened for one class where the spare room of another type's nodes could take its pods).
+6. *Tail re-pack* (`packer_repack`, `packer_programme`). On the portfolio's plan, the most wasteful nodes
+   (price times the unused share of their dominant resource) form a window whose pods are re-packed by a
+   search over whole-node patterns (bounded by the LP relaxation over those patterns, with a hard work
+   bound, keeping the best plan found); the result replaces the window when it is cheaper and counts no
+   more against the limits (a greedy's tail of half-full nodes, or nodes of one type opened for one class
+   where the spare room of another type's nodes could take its pods).
 
 Limits (pool `limits`) are checked per replica with each type's limit usage; a candidate that would breach
 them is skipped. Everything is integers except prices and values. The numbers the steps are tuned with (slice shares,

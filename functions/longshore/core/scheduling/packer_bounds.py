@@ -12,8 +12,11 @@ a node serves some group of its pods, so its price is at least `pi . room`, at l
 
 from __future__ import annotations
 
-from longshore.core.scheduling.duals import resource_prices
+from collections.abc import Callable, Sequence
+
+from longshore.core.scheduling.duals import ResourcePricer, resource_prices
 from longshore.core.scheduling.packer_state import PackerState
+from longshore.core.scheduling.tuning import TUNING
 
 
 def bound_weights(packer: PackerState, order: list[int]) -> list[list[float]]:
@@ -101,3 +104,45 @@ def _fluid_weights(
     of its pods, so its price is at least `pi . room`, at least the weights of what it holds."""
     lowest = _lowest_prices(packer, order, demand, caps)
     return [(1 - 1e-9) * sum(p * d for p, d in zip(lowest, shape, strict=True)) for shape, _ in shapes]
+
+
+class PatternBound:
+    """The LP relaxation of the window's programme over its own patterns, solved at a state on demand.
+
+    `min sum_p price_p x_p  s.t.  sum_p pattern_p x_p >= state, x >= 0` bounds the cost of any nodes
+    holding the state's pods (a node's content lies under some listed pattern no dearer; see
+    `packer_repack`). Its dual, `max y . state  s.t.  y . pattern_p <= price_p, y >= 0`, has one variable
+    per item and one constraint per pattern: `duals.ResourcePricer` with the patterns as rooms, warm-started
+    from the previous state's basis, so a solve is a few pivots. Every dual-feasible `y` bounds *every*
+    state (`y . s`), not just the one it was solved at, so the solution is also kept as a weight column
+    for the cheap bound of the programme's children (at most `TUNING.repack_lp_columns` of them, the
+    oldest replaced). The simplex stops after its pivot cap with a feasible, possibly suboptimal `y`: still
+    a bound. Each solve costs `1 + patterns // 16` work units (`spend`)."""
+
+    def __init__(
+        self,
+        listed: Sequence[tuple[tuple[int, ...], float]],
+        spend: Callable[[int], None],
+        columns: list[list[float]],
+    ) -> None:
+        self.pricer = ResourcePricer([pattern for pattern, _ in listed], [price for _, price in listed])
+        self.spend = spend
+        self.cost = 1 + len(listed) // 16
+        self.columns = columns
+        self.fixed = len(columns)  # the columns before this bound's own (kept)
+        self.next_slot = 0
+
+    def solve(self, state: Sequence[int]) -> tuple[float, list[float]]:
+        """A lower bound on the cost of the nodes holding `state` (the LP's value, within rounding, or a
+        kept column's when larger) and the dual solution found at `state` (a price per item)."""
+        self.spend(self.cost)
+        column = [(1 - 1e-9) * max(0.0, y) for y in self.pricer.prices([float(n) for n in state])]
+        value = sum(y * n for y, n in zip(column, state, strict=True))
+        known = max((sum(w * n for w, n in zip(c, state, strict=True)) for c in self.columns), default=0.0)
+        if value > known * (1 + 1e-6):
+            if len(self.columns) - self.fixed < TUNING.repack_lp_columns:
+                self.columns.append(column)
+            else:
+                self.columns[self.fixed + self.next_slot] = column
+                self.next_slot = (self.next_slot + 1) % TUNING.repack_lp_columns
+        return max(value, known), column

@@ -1,4 +1,4 @@
-"""Step 6: re-pack the most wasteful nodes exactly (a small dynamic programme over whole-node patterns).
+"""Step 6: re-pack the most wasteful nodes (a bounded exact search over whole-node patterns).
 
 The greedy fills one node at a time, so it can leave a tail of half-full nodes where a different mix over
 the last few nodes saves one (12 nodes of three 4-vCPU pods after nodes of five 2-vCPU and one 4-vCPU pod,
@@ -8,32 +8,35 @@ pods of one class where their spare room could have taken the pods of another.
 The step, on the plan the portfolio chose:
 
 1. *Choose a window.* Every node (replicas counted one by one) gets its *waste*: its price times the share of
-   its dominant resource left unused. The most wasteful nodes join the window while the product over their
-   items of (pods + 1), the number of states of the programme, stays within `TUNING.repack_states` and the
-   window within `TUNING.repack_nodes` nodes. Nodes holding `together` pods are left out. A window whose
-   waste is below `TUNING.repack_min_waste` of the plan's cost is not worth searching (a big plan's tail):
-   the step stops there, so big batches pay only for ranking their nodes.
+   its dominant resource left unused. The most wasteful nodes join the window while the number of states of
+   the programme stays within `TUNING.repack_states` and the window within `TUNING.repack_nodes` nodes.
+   The states are the product over the window's *positions* of (pods + 1), where interchangeable items
+   (same requests and offers, no cap, shared cap, conflict or `together`: `_twin_key`) share one position,
+   since their pods can swap places in any plan; the programme's nodes are split back over them in item
+   order (`_split_twins`). Nodes holding `together` pods are left out. A window whose waste is below
+   `TUNING.repack_min_waste` of the plan's cost is not worth searching (a big plan's tail): the step stops
+   there, so big batches pay only for ranking their nodes.
 2. *Patterns.* For every bin (instance type, set of groups its offer serves; `PackerState.by_price`, cheapest
-   first) cheaper than the window, every *maximal* content over the window's items is listed: counts
+   first) cheaper than the window, every *maximal* content over the window's positions is listed: counts
    within the window's pods, the items' caps and shared group caps, no two conflicting items, and no
    further pod of any item fits. Each is priced at the cheapest bin that holds it; a pattern that a no
-   dearer one holds is dropped. More than `TUNING.repack_patterns` patterns: no repack.
-3. *Exact programme.* `f(s)` is the least cost of nodes that hold the pod counts `s`: the first item with
-   pods left must be on some node, so `f(s) = min over patterns p holding it of price(p) + f(max(s - p, 0))`
-   (a node may hold fewer pods than its pattern: any node's content lies under some maximal pattern of its
-   bin, so this is exact over the window). Items are ordered by how few patterns hold them (fewer
-   branches first), patterns by worth per price (good plans early). A *dive* first follows, from the full
-   window, the pattern whose price plus a lower bound on the rest is least; then a depth-first search with a
-   limit (the dive's cost or the window's, then the best found) prunes a pattern when its price plus the
-   bound on the rest cannot beat the limit. The bound is the largest of the linear bounds of
-   `packer_bounds` (per-resource unit prices; the fluid LP's duals with per-node caps as resources). When
-   the search runs out of work, the dive's plan is still used if it is cheaper than the window.
+   dearer one holds is dropped. The listing skips contents that cannot end maximal: the last position
+   always takes all that fits, and a position that takes fewer than fit (with no later position sharing a
+   cap or a conflict with it) is cut when the later positions, even at most, cannot use up the room its
+   next pod needs. More than `TUNING.repack_patterns` patterns: the window is retried smaller, as below.
+3. *Programme* (`packer_programme`). `f(s)` is the least cost of nodes that hold the pod counts `s`, found
+   by a depth-first search over the patterns holding the first position with pods left, bounded by the
+   window's pattern LP (`packer_bounds.PatternBound`, solved at each state searched, its duals ordering the
+   patterns by reduced cost) and by linear bounds; it keeps the best plan found, so a search that runs out
+   of work still returns its best plan when that is cheaper than the window. Positions are ordered by how
+   few patterns hold them (fewer branches first).
 4. *Keep if cheaper.* The programme's nodes are re-priced with the cheapest offer that holds them; they
    replace the window only when they cost less and count no more against any pool limit in any dimension
    (so the limits still hold). Up to `TUNING.repack_rounds` windows are tried, each on the improved plan.
 
-Work bound: every step of the pattern listing and every pattern tried costs one unit; a window may spend
-`TUNING.repack_window_work`, all windows of one pack `TUNING.repack_work`. A window that runs out is
+Work bound: every step of the pattern listing, every pattern tried and every LP solve costs work units
+(`packer_programme.Work`); a window may spend `TUNING.repack_window_work`, all windows of one pack
+`TUNING.repack_work`. A window that runs out before any cheaper plan is found, or has too many patterns, is
 dropped unchanged and retried with a quarter of the states (fewer nodes) while the pack's budget lasts.
 
 Every invariant of the plan is kept: the same pods are placed (the window's counts are covered exactly),
@@ -47,32 +50,14 @@ import math
 import operator
 from collections.abc import Iterator
 
-from longshore.core.scheduling.packer_bounds import bound_weights
 from longshore.core.scheduling.packer_model import PackedNode, PackResult, fits
+from longshore.core.scheduling.packer_programme import OutOfWork, Work, programme
 from longshore.core.scheduling.packer_state import PackerState
 from longshore.core.scheduling.tuning import TUNING
 
 
-class _OutOfWork(Exception):
-    """The work budget of a window ran out."""
-
-
-class _Work:
-    """The work budget: units left for the whole pack and for the current window; `spend` raises
-    `_OutOfWork` when either runs out. A unit is one step of the pattern listing or one pattern tried."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.window = 0
-
-    def open_window(self) -> None:
-        self.window = min(self.total, TUNING.repack_window_work)
-
-    def spend(self) -> None:
-        self.total -= 1
-        self.window -= 1
-        if self.window < 0:
-            raise _OutOfWork
+class TooManyPatterns(Exception):
+    """A window has more than `TUNING.repack_patterns` maximal patterns: retried smaller."""
 
 
 def repack(packer: PackerState, result: PackResult) -> PackResult:
@@ -80,7 +65,7 @@ def repack(packer: PackerState, result: PackResult) -> PackResult:
     nodes = list(result.nodes)
     if not nodes:
         return result
-    work = _Work(TUNING.repack_work)
+    work = Work(TUNING.repack_work)
     improved = False
     tried: set[tuple[tuple[int, int], ...]] = set()
     for _ in range(TUNING.repack_rounds):
@@ -128,7 +113,7 @@ def _window(
             trial = dict(counts)
             for k, count in node.contents:
                 trial[k] = trial.get(k, 0) + count
-            if math.prod(n + 1 for n in trial.values()) > states:
+            if _states(packer, trial) > states:
                 break
             counts = trial
             chosen[i] = chosen.get(i, 0) + 1
@@ -139,7 +124,7 @@ def _window(
 def _improve_once(
     packer: PackerState,
     nodes: list[PackedNode],
-    work: _Work,
+    work: Work,
     tried: set[tuple[tuple[int, int], ...]],
 ) -> list[PackedNode] | None:
     """One window re-packed, or None; a window that runs out of work is retried with a quarter of the
@@ -165,7 +150,7 @@ def _improve_once(
         work.open_window()
         try:
             return _repack_window(packer, nodes, window, counts, work)
-        except _OutOfWork:
+        except (OutOfWork, TooManyPatterns):
             states //= 4
     return None
 
@@ -175,22 +160,23 @@ def _repack_window(
     nodes: list[PackedNode],
     window: list[tuple[int, int]],
     counts: dict[int, int],
-    work: _Work,
+    work: Work,
 ) -> list[PackedNode] | None:
     """`nodes` with the window's nodes replaced by the programme's, if cheaper (steps 2-4)."""
-    order = sorted(counts)
+    twins = _twins(packer, counts)  # interchangeable items share one position of the state
+    merged = {members[0]: sum(counts[k] for k in members) for members in twins.values()}
+    order = sorted(merged)
     old_cost = sum(packer.offers[nodes[i].offer].price * n for i, n in window)
-    listed = _patterns(packer, order, [counts[k] for k in order], old_cost, work)
-    if listed is None:
-        return None
+    listed = _patterns(packer, order, [merged[k] for k in order], old_cost, work)
     # the programme branches on the first item with pods left: the one in the fewest patterns first
     among = [sum(1 for pattern, _ in listed if pattern[i]) for i in range(len(order))]
     rank = sorted(range(len(order)), key=lambda i: (among[i], order[i]))
     order = [order[i] for i in rank]
     listed = [(tuple(pattern[i] for i in rank), price) for pattern, price in listed]
-    planned = _programme(packer, order, listed, tuple(counts[k] for k in order), old_cost, work)
+    planned = programme(packer, order, listed, tuple(merged[k] for k in order), old_cost, work)
     if planned is None:
         return None
+    planned = _split_twins(planned, twins, counts)
     fresh = [_cheapest(packer, contents) for contents in planned]
     if any(node is None for node in fresh):
         return None
@@ -221,11 +207,57 @@ def _repack_window(
     ]
 
 
+def _twin_key(packer: PackerState, k: int) -> tuple[object, ...]:
+    """Items with the same key are interchangeable in a window: same requests, same offers, no cap, shared
+    cap, conflict or `together` (their pods can swap places in any plan)."""
+    item = packer.items[k]
+    if item.cap or item.groups or item.conflicts or item.together or packer.conflicted_by[k]:
+        return ("own", k)
+    return ("twin", item.demand, packer.group_of[k])
+
+
+def _twins(packer: PackerState, counts: dict[int, int]) -> dict[tuple[object, ...], list[int]]:
+    """The window's items by `_twin_key`, each list in item order (its first item stands for it)."""
+    twins: dict[tuple[object, ...], list[int]] = {}
+    for k in sorted(counts):
+        twins.setdefault(_twin_key(packer, k), []).append(k)
+    return twins
+
+
+def _states(packer: PackerState, counts: dict[int, int]) -> int:
+    """The programme's states for a window of `counts`: the product over its positions (interchangeable
+    items together, `_twins`) of pods + 1."""
+    return math.prod(sum(counts[k] for k in members) + 1 for members in _twins(packer, counts).values())
+
+
+def _split_twins(
+    planned: list[tuple[tuple[int, int], ...]],
+    twins: dict[tuple[object, ...], list[int]],
+    counts: dict[int, int],
+) -> list[tuple[tuple[int, int], ...]]:
+    """The programme's nodes (over the first item of each set of twins) over the window's own items: each
+    node's pods of a set go to its items in order, each up to the pods it has in the window."""
+    members = {group[0]: group for group in twins.values()}
+    left = dict(counts)
+    split = []
+    for contents in planned:
+        node: list[tuple[int, int]] = []
+        for k, n in contents:
+            for member in members[k]:
+                take = min(n, left[member])
+                if take:
+                    node.append((member, take))
+                    left[member] -= take
+                    n -= take
+        split.append(tuple(sorted(node)))
+    return split
+
+
 def _patterns(
-    packer: PackerState, order: list[int], counts: list[int], ceiling: float, work: _Work
-) -> list[tuple[tuple[int, ...], float]] | None:
+    packer: PackerState, order: list[int], counts: list[int], ceiling: float, work: Work
+) -> list[tuple[tuple[int, ...], float]]:
     """Every maximal pattern over the window's items with its cheapest price (step 2), on the bins cheaper
-    than the window (`ceiling`); None past the limit."""
+    than the window (`ceiling`); raises `TooManyPatterns` past the limit."""
     items = packer.items
     window_groups = 0
     for k in order:
@@ -249,7 +281,7 @@ def _patterns(
             if pattern not in found:
                 found[pattern] = cand.price
                 if len(found) > TUNING.repack_patterns:
-                    return None
+                    raise TooManyPatterns
     listed = sorted(found.items(), key=lambda row: (row[1], [-n for n in row[0]]))
     kept: list[tuple[tuple[int, ...], float]] = []
     for pattern, price in listed:  # cheapest first: drop a pattern a no dearer kept one holds
@@ -267,7 +299,7 @@ def _maximal(
     counts: list[int],
     eligible: list[int],
     room: tuple[int, ...],
-    work: _Work,
+    work: Work,
 ) -> Iterator[tuple[int, ...]]:
     """Every maximal content of a bin of `room` over the `eligible` positions of `order`."""
     items = packer.items
@@ -291,6 +323,35 @@ def _maximal(
                 limit = min(limit, free // amount)
         return max(limit, 0)
 
+    def related(i: int, j: int) -> bool:
+        a, b = items[order[i]], items[order[j]]
+        return bool(
+            order[j] in a.conflicts
+            or order[i] in b.conflicts
+            or {g for g, _ in a.groups} & {g for g, _ in b.groups}
+        )
+
+    # whether only room (no shared cap, no conflict) can stop one more pod of a position's item later on
+    alone = [not any(related(i, j) for j in eligible[p + 1 :]) for p, i in enumerate(eligible)]
+
+    def blockable(position: int, residual: list[int], i: int) -> bool:
+        """Whether the positions from `position` on can take enough room that no further pod of `i` fits
+        (an upper bound on what they take, per dimension, against `i`'s slack)."""
+        slack = [f - d for f, d in zip(residual, items[order[i]].demand, strict=True)]
+        if min(slack) < 0:
+            return True
+        reach = [0] * len(slack)
+        for j in eligible[position:]:
+            item = items[order[j]]
+            n = counts[j] - taken[j]
+            for amount, free in zip(item.demand, residual, strict=True):
+                if amount > 0:
+                    n = min(n, free // amount)
+            if n > 0:
+                for r, amount in enumerate(item.demand):
+                    reach[r] += n * amount
+        return any(map(operator.gt, reach, slack))
+
     def walk(position: int, residual: list[int]) -> Iterator[tuple[int, ...]]:
         work.spend()
         if position == len(eligible):
@@ -303,7 +364,12 @@ def _maximal(
         k = order[i]
         item = items[k]
         top = most(i, residual)
-        for take in range(top, -1, -1):
+        # at the last position fewer than `top` leaves room for one more of it: never maximal
+        for take in range(top, top - 1 if position == len(eligible) - 1 else -1, -1):
+            if take < top and alone[position]:
+                after = [f - d * take for f, d in zip(residual, item.demand, strict=True)]
+                if not blockable(position + 1, after, i):
+                    continue  # one more pod of it would still fit at the end: not maximal
             if take:
                 taken[i] = take
                 for group, _ in item.groups:
@@ -320,113 +386,6 @@ def _maximal(
                 yield from walk(position + 1, residual)
 
     yield from walk(0, list(room))
-
-
-def _programme(
-    packer: PackerState,
-    order: list[int],
-    listed: list[tuple[tuple[int, ...], float]],
-    start: tuple[int, ...],
-    ceiling: float,
-    work: _Work,
-) -> list[tuple[tuple[int, int], ...]] | None:
-    """The cheapest nodes holding `start` (step 3), as contents over item indices; None unless below `ceiling`.
-
-    A depth-first search with a limit: `search(s, limit)` returns `f(s)` when it is below `limit`, else
-    infinity, remembering `limit` as a lower bound of `f(s)` (exact values are remembered as such)."""
-    weights = bound_weights(packer, order)
-
-    def bound(state: tuple[int, ...]) -> float:
-        best = 0.0
-        for column in weights:
-            need = sum(n * w for n, w in zip(state, column, strict=True) if n)
-            if need > best:
-                best = need
-        return best
-
-    def efficiency(row: tuple[tuple[int, ...], float]) -> float:
-        pattern, price = row
-        return -bound(pattern) / price if price > 0 else -math.inf
-
-    # the most efficient patterns first (worth ÷ price): good plans early make the limit tight
-    by_first: list[list[tuple[tuple[int, ...], float]]] = [
-        sorted((p for p in listed if p[0][i] > 0), key=lambda p: (efficiency(p), p[1]))
-        for i in range(len(order))
-    ]
-    exact: dict[tuple[int, ...], tuple[float, tuple[int, ...]]] = {}
-    at_least: dict[tuple[int, ...], float] = {}
-
-    def search(state: tuple[int, ...], limit: float) -> float:
-        first = next((i for i, n in enumerate(state) if n), None)
-        if first is None:
-            return 0.0
-        found = exact.get(state)
-        if found is not None:
-            return found[0] if found[0] < limit else math.inf
-        if at_least.get(state, 0.0) >= limit:
-            return math.inf
-        best = limit
-        choice: tuple[int, ...] | None = None
-        for pattern, price in by_first[first]:
-            if price >= best:
-                continue
-            work.spend()
-            rest = tuple(n - p if n > p else 0 for n, p in zip(state, pattern, strict=True))
-            if price + bound(rest) >= best:
-                continue
-            cost = price + search(rest, best - price)
-            if cost < best:
-                best, choice = cost, pattern
-        if choice is None:
-            at_least[state] = max(at_least.get(state, 0.0), limit)
-            return math.inf
-        exact[state] = (best, choice)
-        return best
-
-    def contents(state: tuple[int, ...], choice: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-        return tuple(
-            sorted(
-                (order[i], min(n, p)) for i, (n, p) in enumerate(zip(state, choice, strict=True)) if min(n, p)
-            )
-        )
-
-    def step(state: tuple[int, ...], choice: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(n - p if n > p else 0 for n, p in zip(state, choice, strict=True))
-
-    # a dive first: at each state the pattern whose price plus the bound on the rest is least; its plan,
-    # when cheaper than the window, is kept if the exact search runs out of work, and tightens its limit
-    dive: list[tuple[tuple[int, int], ...]] = []
-    dive_cost = 0.0
-    state = start
-    while any(state):
-        first = next(i for i, n in enumerate(state) if n)
-        options = by_first[first]
-        if not options:
-            return None
-        for _ in options:
-            work.spend()
-        pattern, price = min(options, key=lambda row: (row[1] + bound(step(state, row[0])), row[1]))
-        dive.append(contents(state, pattern))
-        dive_cost += price
-        state = step(state, pattern)
-    limit = ceiling * (1 - 1e-9)
-    if dive_cost < limit:
-        limit = dive_cost * (1 - 1e-9)
-    try:
-        found = search(start, limit)
-    except _OutOfWork:
-        if dive_cost < ceiling * (1 - 1e-9):
-            return dive
-        raise
-    if found == math.inf:
-        return dive if dive_cost < ceiling * (1 - 1e-9) else None
-    planned: list[tuple[tuple[int, int], ...]] = []
-    state = start
-    while any(state):
-        _, choice = exact[state]
-        planned.append(contents(state, choice))
-        state = step(state, choice)
-    return planned
 
 
 def _cheapest(packer: PackerState, contents: tuple[tuple[int, int], ...]) -> PackedNode | None:

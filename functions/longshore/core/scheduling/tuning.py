@@ -52,11 +52,11 @@ class PackerTuning:
     repack_nodes: int = 16
     """The tail re-pack (`packer_repack`) takes at most this many of the most wasteful nodes into one window."""
 
-    repack_states: int = 20000
-    """A window's programme has at most this many states (the product over its items of pods + 1)."""
+    repack_states: int = 50000
+    """A window's programme has at most this many states (the product over its positions of pods + 1, interchangeable items sharing a position); 50,000 takes in a whole small plan of a few classes (small-2026010 of `bench/small.py`: 9, 16, 6 + 14 interchangeable and three zone-pinned pods, 28,560 states), which 20,000 split."""
 
     repack_patterns: int = 500
-    """A window with more maximal node patterns than this is not re-packed (the programme would be slow)."""
+    """A window with more maximal node patterns than this is retried smaller (the programme would be slow)."""
 
     repack_min_waste: float = 0.01
     """A window is re-packed only when its nodes' waste is at least this share of the plan's cost: in a big plan the tail is too small a share to pay for the search."""
@@ -64,11 +64,14 @@ class PackerTuning:
     repack_dominance: int = 600
     """Up to this many patterns, a pattern a no dearer one holds is dropped (a quadratic test; fewer branches)."""
 
-    repack_work: int = 15000
-    """Work units (steps listing patterns, patterns tried) of the tail re-pack over one pack, all windows together: its hard work bound."""
+    repack_work: int = 30000
+    """Work units (steps listing patterns, patterns tried, LP solves) of the tail re-pack over one pack, all windows together: its hard work bound (big plans skip the search: their tail is under `repack_min_waste`)."""
 
-    repack_window_work: int = 13000
+    repack_window_work: int = 20000
     """Work units one window may spend; a window that runs out is retried with a quarter of the states."""
+
+    repack_lp_columns: int = 6
+    """The tail re-pack keeps at most this many pattern-LP dual solutions as bound columns (`packer_bounds.PatternBound`): each is a dot product per pattern tried."""
 
     repack_rounds: int = 4
     """At most this many windows are re-packed, each on the plan the previous one improved."""

@@ -134,9 +134,9 @@ def _cost(result, offers):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_seed_first_member_never_makes_the_plan_dearer(seed, monkeypatch):
+def test_the_seed_first_members_never_make_the_plan_dearer(seed, monkeypatch):
     """Big pods (a fifth of a node) beside small fillers, spot-like prices per size: the portfolio with the
-    seed-first member costs no more than without it, and places the same pods."""
+    seed-first members costs no more than without them, and places the same pods."""
     import dataclasses
 
     import longshore.core.scheduling.packer as packer_module
@@ -164,7 +164,7 @@ def test_the_seed_first_member_never_makes_the_plan_dearer(seed, monkeypatch):
     assert _cost(with_member, offers) <= _cost(without, offers) + 1e-9
 
 
-def test_a_node_holding_more_seed_pods_wins_within_the_slack_only_in_the_seed_first_member():
+def test_a_node_holding_more_seed_pods_wins_within_the_slack_only_in_the_seed_first_members():
     from longshore.core.scheduling.packer_greedy import _better
     from longshore.core.scheduling.packer_model import Candidate
 

@@ -41,10 +41,10 @@ is a list of node patterns, each replicated some number of times.
    first, and the chosen fill is improved by single-pod swaps towards more valuable pods that fit (capped
    pods stay). The winning pattern is replicated as many times as the remaining counts allow, so the work
    grows with patterns × candidates, not with pods. Three slice shares run as a portfolio from the same
-   forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins. A last
-   member, the *seed-first* one, runs the winning (non-zero) share again with one change
-   (`packer_greedy._better`): among candidate nodes within `TUNING.seed_first_slack` (3 %) of the best
-   value per price, the one holding more seed pods wins. Fluid values make a node of 4 big pods plus
+   forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins. The last
+   members, the *seed-first* ones, run each non-zero share again from the first forced nodes with one
+   change (`packer_greedy._better`): among candidate nodes within `TUNING.seed_first_slack` (3 %) of the
+   best value per price, the one holding more seed pods wins. Fluid values make a node of 4 big pods plus
    small ones as good as one of 5 big pods plus fewer small ones, so the greedy used up the small pods
    early and the last nodes of a big class ran with their gaps empty (the 20,000-pod spot mix: 8-vCPU
    pods, five per 48-vCPU node, and the last 215 of ~640 nodes held five of them beside one or two 2–4-vCPU
@@ -153,7 +153,6 @@ def pack(
     best: PackResult | None = None
     best_key: tuple[int, float, int] | None = None
     first_forced: list[PackedNode] = []
-    best_share = TUNING.slices[0]
     for base in bases:
         forced = grow(base, forced_only=True)  # the same for every slice share: computed once
         if base is first:
@@ -165,17 +164,16 @@ def pack(
             key = _plan_key(result, offers)
             if best_key is None or key < best_key:
                 best, best_key = result, key
-                if base is first:
-                    best_share = share
-    if TUNING.seed_first_slack and best_share > 0:
-        # the seed-first member: the winning share again, nodes that take more of the seed preferred
+    if TUNING.seed_first_slack:
+        # the seed-first members: each slice share again, nodes that take more of the seed preferred
         # (a big pod class otherwise ends on nodes of its own with their gaps empty: step 4)
-        packer = first.fork(best_share)
-        packer.seed_slack = TUNING.seed_first_slack
-        result = finish(packer, first_forced + grow(packer))
-        key = _plan_key(result, offers)
-        if best_key is None or key < best_key:
-            best, best_key = result, key
+        for share in [s for s in TUNING.slices if s > 0]:
+            packer = first.fork(share)
+            packer.seed_slack = TUNING.seed_first_slack
+            result = finish(packer, first_forced + grow(packer))
+            key = _plan_key(result, offers)
+            if best_key is None or key < best_key:
+                best, best_key = result, key
     assert best is not None
     return split_back(repack(first, best), items, members)
 

@@ -74,7 +74,7 @@ class PackerTuning:
     """At most this many windows are re-packed, each on the plan the previous one improved."""
 
     seed_first_slack: float = 0.03
-    """The seed-first member of the portfolio (`packer_greedy._better`; the slice share that won, again): a node taking more seed pods wins within this share of the best value per price (0 turns the member off)."""
+    """The seed-first members of the portfolio (`packer_greedy._better`; each non-zero slice share again): a node taking more seed pods wins within this share of the best value per price (0 turns them off)."""
 
     node_by_node_up_to: int = 100
     """With at most this many forced nodes, the portfolio also chooses them one by one like ordinary nodes (cheap when few)."""

@@ -42,7 +42,7 @@ is a list of node patterns, each replicated some number of times.
    pods stay). The winning pattern is replicated as many times as the remaining counts allow, so the work
    grows with patterns × candidates, not with pods. Three slice shares run as a portfolio from the same
    forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins. The last
-   members, the *seed-first* ones, run each non-zero share again from the first forced nodes with one
+   members, the *seed-first* ones, run the shares 0.95 and 0.85 again from the first forced nodes with one
    change (`packer_greedy._better`): among candidate nodes within `TUNING.seed_first_slack` (3 %) of the
    best value per price, the one holding more seed pods wins. Fluid values make a node of 4 big pods plus
    small ones as good as one of 5 big pods plus fewer small ones, so the greedy used up the small pods
@@ -165,9 +165,9 @@ def pack(
             if best_key is None or key < best_key:
                 best, best_key = result, key
     if TUNING.seed_first_slack:
-        # the seed-first members: each slice share again, nodes that take more of the seed preferred
+        # the seed-first members: slice shares again, nodes that take more of the seed preferred
         # (a big pod class otherwise ends on nodes of its own with their gaps empty: step 4)
-        for share in [s for s in TUNING.slices if s > 0]:
+        for share in TUNING.seed_first_shares:
             packer = first.fork(share)
             packer.seed_slack = TUNING.seed_first_slack
             result = finish(packer, first_forced + grow(packer))

@@ -127,3 +127,52 @@ def test_interchangeable_items_pack_together_and_every_pod_comes_back_to_its_own
             placed[k] += count * node.replicas
     assert placed == [7, 5, 9]
     assert result.leftover == (0, 0, 0)
+
+
+def _cost(result, offers):
+    return sum(offers[node.offer].price * node.replicas for node in result.nodes)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_seed_first_members_never_make_the_plan_dearer(seed, monkeypatch):
+    """Big pods (a fifth of a node) beside small fillers, spot-like prices per size: the portfolio with the
+    seed-first members costs no more than without them, and places the same pods."""
+    import dataclasses
+
+    import longshore.core.scheduling.packer as packer_module
+
+    rng = random.Random(seed)
+    types = []
+    offers = []
+    for t, size in enumerate((8, 16, 32, 48, 64)):
+        for shape in (2, 4, 8):  # GiB per vCPU
+            index = len(types)
+            types.append(BinType(f"t{t}-{shape}", (size * 1000 - 190, size * shape * 1024 - 600, 110)))
+            for zone in ("a", "b", "c"):
+                price = size * (0.008 + 0.002 * shape) * rng.uniform(0.9, 1.1)
+                offers.append(Offer(index, zone, "spot", price))
+    everything = (1 << len(offers)) - 1
+    items = [Item(rng.randint(20, 120), (8000, 32768, 1), everything)]
+    for _ in range(rng.randint(3, 7)):
+        cpu = rng.choice((100, 250, 500, 1000, 2000, 4000))
+        items.append(Item(rng.randint(20, 300), (cpu, cpu * rng.choice((1, 2, 4, 8)), 1), everything))
+    with_member = pack(items, types, offers)
+    off = dataclasses.replace(packer_module.TUNING, seed_first_slack=0.0)
+    monkeypatch.setattr(packer_module, "TUNING", off)
+    without = pack(items, types, offers)
+    assert sum(with_member.leftover) == sum(without.leftover) == 0
+    assert _cost(with_member, offers) <= _cost(without, offers) + 1e-9
+
+
+def test_a_node_holding_more_seed_pods_wins_within_the_slack_only_in_the_seed_first_members():
+    from longshore.core.scheduling.packer_greedy import _better
+    from longshore.core.scheduling.packer_model import Candidate
+
+    cand = Candidate(0, 0, 1, 1.0)
+    best = (1.0, 1.0, cand, {0: 4, 1: 10})
+    assert _better(0.98, 0.98, 5, best, 0, 0.03)  # more seed pods, 2 % less value per price
+    assert not _better(0.96, 0.96, 5, best, 0, 0.03)  # beyond the slack
+    assert not _better(1.02, 1.02, 3, best, 0, 0.03)  # fewer seed pods must beat it by the slack
+    assert _better(1.04, 1.04, 3, best, 0, 0.03)
+    assert not _better(0.98, 0.98, 5, best, 0, 0.0)  # the other members: value per price only
+    assert _better(1.01, 1.01, 3, best, 0, 0.0)

@@ -41,7 +41,15 @@ is a list of node patterns, each replicated some number of times.
    first, and the chosen fill is improved by single-pod swaps towards more valuable pods that fit (capped
    pods stay). The winning pattern is replicated as many times as the remaining counts allow, so the work
    grows with patterns × candidates, not with pods. Three slice shares run as a portfolio from the same
-   forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins.
+   forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins. The last
+   members, the *seed-first* ones, run the shares 0.95 and 0.85 again from the first forced nodes with one
+   change (`packer_greedy._better`): among candidate nodes within `TUNING.seed_first_slack` (3 %) of the
+   best value per price, the one holding more seed pods wins. Fluid values make a node of 4 big pods plus
+   small ones as good as one of 5 big pods plus fewer small ones, so the greedy used up the small pods
+   early and the last nodes of a big class ran with their gaps empty (the 20,000-pod spot mix: 8-vCPU
+   pods, five per 48-vCPU node, and the last 215 of ~640 nodes held five of them beside one or two 2–4-vCPU
+   pods, 4–8 % of each node empty); taking the big pods first (first-fit decreasing's rule) keeps small
+   pods for those gaps. It is a member, not the rule: on the on-demand mixes it costs more.
 5. *Downsizing and merging* (`packer_finish`). Each pattern is finally re-priced with the cheapest offer (any type, zone and
    capacity type all its items accept) that still holds it (ties keep the larger type: fewer nodes is never
    worse), and the cheapest small nodes are merged when one node costs no more.
@@ -145,15 +153,33 @@ def pack(
         bases.append(single)
     best: PackResult | None = None
     best_key: tuple[int, float, int] | None = None
+    first_forced: list[PackedNode] = []
     for base in bases:
         forced = grow(base, forced_only=True)  # the same for every slice share: computed once
+        if base is first:
+            first_forced = forced
         # the node-by-node alternative is about the forced nodes, not the slice: one share is enough
         for share in TUNING.slices if base is first else TUNING.slices[:1]:
             packer = base.fork(share)
             result = finish(packer, forced + grow(packer))
-            cost = sum(offers[node.offer].price * node.replicas for node in result.nodes)
-            key = (sum(result.leftover), cost, sum(node.replicas for node in result.nodes))
+            key = _plan_key(result, offers)
+            if best_key is None or key < best_key:
+                best, best_key = result, key
+    if TUNING.seed_first_slack:
+        # the seed-first members: slice shares again, nodes that take more of the seed preferred
+        # (a big pod class otherwise ends on nodes of its own with their gaps empty: step 4)
+        for share in TUNING.seed_first_shares:
+            packer = first.fork(share)
+            packer.seed_slack = TUNING.seed_first_slack
+            result = finish(packer, first_forced + grow(packer))
+            key = _plan_key(result, offers)
             if best_key is None or key < best_key:
                 best, best_key = result, key
     assert best is not None
     return split_back(repack(first, best), items, members)
+
+
+def _plan_key(result: PackResult, offers: Sequence[Offer]) -> tuple[int, float, int]:
+    """The portfolio's order: fewer pods left over, then cheaper, then fewer nodes."""
+    cost = sum(offers[node.offer].price * node.replicas for node in result.nodes)
+    return (sum(result.leftover), cost, sum(node.replicas for node in result.nodes))

@@ -49,16 +49,13 @@ def best_node(packer: PackerState, seed: int, active: list[int], needed: int) ->
     budget = max(TUNING.min_evaluations, TUNING.item_visits // max(1, len(active)))
     best: tuple[float, float, Candidate, dict[int, int]] | None = None
     scored: list[tuple[float, int, Candidate]] = []
+    slack = packer.seed_slack
 
     def consider(cand: Candidate, fill: dict[int, int]) -> None:
         nonlocal best
         value = sum(packer.values[k] * count for k, count in fill.items())
         score = value / cand.price if cand.price > 0 else math.inf
-        if (
-            best is None
-            or score > best[0] * (1 + 1e-9)
-            or (score >= best[0] * (1 - 1e-9) and value > best[1])
-        ):
+        if best is None or _better(score, value, fill.get(seed, 0), best, seed, slack):
             best = (score, value, cand, fill)
         scored.append((score, len(scored), cand))
 
@@ -81,6 +78,29 @@ def best_node(packer: PackerState, seed: int, active: list[int], needed: int) ->
     _, _, cand, fill = best
     fill = _swap_up(packer, cand, fill, active, shares)
     return _replicate(packer, cand, fill, seed, needed)
+
+
+def _better(
+    score: float,
+    value: float,
+    seed_pods: int,
+    best: tuple[float, float, Candidate, dict[int, int]],
+    seed: int,
+    slack: float,
+) -> bool:
+    """Whether a fill beats the best so far: a higher value per price (ties: more value). With a `slack`
+    (the seed-first member of the portfolio), a fill holding more seed pods wins when its value per price
+    is within the slack of the best, and one holding fewer must beat it by the slack: the seed is the
+    hardest item left (the most valuable pod), and nodes that take fewer of it than they could use up the
+    small pods its last nodes need to fill their gaps (first-fit decreasing's rule: big items first)."""
+    best_score, best_value, _, best_fill = best
+    if slack:
+        have = best_fill.get(seed, 0)
+        if seed_pods > have:
+            return score >= best_score * (1 - slack)
+        if seed_pods < have:
+            return score > best_score * (1 + slack)
+    return score > best_score * (1 + 1e-9) or (score >= best_score * (1 - 1e-9) and value > best_value)
 
 
 def _bounded_options(packer: PackerState, seed: int, active: list[int], shares: list[int]) -> list[Candidate]:

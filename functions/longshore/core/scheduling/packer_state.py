@@ -31,6 +31,7 @@ class PackerState:
         self.top_up = top_up
         self.dear_first = False  # open the nodes of much dearer uncapped items before the forced ones
         self.forced_single = False  # forced nodes one at a time, each offered every filler (mixes types)
+        self.seed_slack = 0.0  # > 0: the seed-first member (`packer_greedy._better`)
         self.items = items
         self.types = types
         self.offers = offers

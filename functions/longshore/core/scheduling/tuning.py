@@ -76,6 +76,12 @@ class PackerTuning:
     repack_rounds: int = 4
     """At most this many windows are re-packed, each on the plan the previous one improved."""
 
+    seed_first_slack: float = 0.03
+    """The seed-first members of the portfolio (`packer_greedy._better`): a node taking more seed pods wins within this share of the best value per price (0 turns them off)."""
+
+    seed_first_shares: tuple[float, ...] = (0.95, 0.85)
+    """The slice shares the seed-first members run with (each member is one more greedy run: about 7 % more CPU per share on the 20,000-pod deployment mixes); on the spot mixes each share wins at some size."""
+
     node_by_node_up_to: int = 100
     """With at most this many forced nodes, the portfolio also chooses them one by one like ordinary nodes (cheap when few)."""
 

@@ -41,6 +41,8 @@ def test_spread_pods_get_a_node_in_each_partition_and_every_node_carries_its_par
     where = [(p["metadata"]["labels"]["app"], p["spec"]["nodeName"]) for p in pods]
     datanodes = Counter(partition_of_node[node] for app, node in where if app == "datanode")
     assert datanodes == {"1": 2, "2": 2, "3": 2}
-    assert all(launched_with[node] == int(partition_of_node[node]) for app, node in where if app == "datanode")
+    assert all(
+        launched_with[node] == int(partition_of_node[node]) for app, node in where if app == "datanode"
+    )
     clients = {node for app, node in where if app == "client"}
     assert clients and all(launched_with[node] is None for node in clients), "no partition asked: EC2 picks"

@@ -350,9 +350,8 @@ class Ec2Fleet:
         group = self._placement_group(node_class)
         if group is not None:
             labels = (*labels, (wellknown.PLACEMENT_GROUP_ID, group.group_id))
-        if (
-            partition is not None
-        ):  # the partition the claim launches in (else EC2's, labelled at registration)
+        # the partition the claim launches in (else EC2 picks it, and the lifecycle labels it at registration)
+        if partition is not None:
             labels = (*labels, (wellknown.PLACEMENT_GROUP_PARTITION, str(partition)))
         bind_dirs = self._bind_dirs(node_class, family, image)
         bootstrap = node_bootstrap(pool, node_class, option, family, labels, bind_dirs)

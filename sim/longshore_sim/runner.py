@@ -172,6 +172,8 @@ class ScenarioRunner:
                 unique_id="longshore-sim-crash",
             )
             world.cluster.observe(lambda _sample: self._observe())
+            for group in self.scenario.placement_groups:
+                world.placement_groups.define(group.name, group.strategy, group.partition_count)
             for spec in self.scenario.capacity_reservations:
                 world.reservations.add(
                     spec.instance_type,

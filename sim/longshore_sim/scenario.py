@@ -88,6 +88,15 @@ class CapacityReservation(_Strict):
     interruptible: bool = False
 
 
+class PlacementGroupSpec(_Strict):
+    """A placement group of the simulated account (`placement_groups.PlacementGroups.define`): the world seeds
+    a cluster group for every group a node class selects by name; this gives one its strategy."""
+
+    name: str
+    strategy: Literal["cluster", "partition", "spread"] = "cluster"
+    partition_count: int = Field(0, alias="partitionCount", ge=0, le=7)
+
+
 class ReservationChange(_Strict):
     """A reservation ends early: `expire` or `cancel` (its instances run on as on-demand)."""
 
@@ -311,6 +320,7 @@ class Scenario(_Strict):
     capacity_reservations: list[CapacityReservation] = Field(
         default_factory=list, alias="capacityReservations"
     )
+    placement_groups: list[PlacementGroupSpec] = Field(default_factory=list, alias="placementGroups")
     boot_delay: Duration = Field(30.0, alias="bootDelay")
     tick: Duration = 1.0
     duration: Duration

@@ -1,6 +1,6 @@
 """EC2NodeClass fields that shape the launch template: `networkInterfaces` (EFA-only), the EFA interfaces of a
 claim requesting `vpc.amazonaws.com/efa`, `ipPrefixCount`, `associatePublicIPAddress`, `connectionTracking`,
-`cpuOptions`, `placementGroupSelector` and Bottlerocket's
+`cpuOptions`, `placementGroupSelector` (with a partition group's `PartitionNumber`) and Bottlerocket's
 `instanceStorePolicy: RAID0` (Karpenter `pkg/providers/launchtemplate/launchtemplate.go`
 `generateNetworkInterfaces`, `types.go` `buildPlacement`, `amifamily/bootstrap/bottlerocket.go`).
 
@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 
 from longshore.adapters.aws.launch_templates import LaunchTemplates, TemplateSpec
-from longshore.adapters.aws.network import SelectionError, select_placement_group
+from longshore.adapters.aws.network import Ec2PlacementGroups, SelectionError, select_placement_group
 from longshore.adapters.aws.userdata import parse_bootstrap
 from longshore.core import labels as wk
 from longshore.core.claims import KubeletSettings, LaunchOption
-from longshore.core.model import MetadataOptions, NetworkInterface, SelectorTerm
+from longshore.core.model import MetadataOptions, NetworkInterface, Requirement, SelectorTerm
+from longshore.core.placement_groups import PlacementGroup
 from longshore_sim.placement_groups import PlacementGroups
 from tests.adapters.conftest import World, cluster_config, node_class, node_pool, request
 
@@ -197,3 +198,37 @@ def test_cpu_options_nested_virtualization(world: World) -> None:
     data = _read_back(world, _spec(cpu_options=(("nestedVirtualization", "enabled"),)))
     assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
     assert "CpuOptions" not in _read_back(world, _spec())
+
+
+def _partitioned(world: World, wanted: tuple[str, ...], pods: tuple[str, ...]) -> Any:
+    """A claim of a pool in the partition group `hdfs` (3 partitions) whose plan allows `wanted` of them."""
+    base = request(pods=pods)
+    claim = replace(base.claim, requirements=(Requirement(wk.PLACEMENT_GROUP_PARTITION, "In", wanted),))
+    return replace(base, claim=claim)
+
+
+def test_a_claim_narrowed_to_partitions_launches_in_the_lowest_and_ec2s_pick_is_read_back(
+    world: World,
+) -> None:
+    groups = PlacementGroups().attach(world.ec2)
+    group = groups.create("hdfs", "partition", partition_count=3)
+    klass = node_class(placement_group=SelectorTerm(name="hdfs"))
+    assert Ec2PlacementGroups(world.ec2).group(klass) == PlacementGroup(
+        group.group_id, "hdfs", "partition", 3
+    )
+    assert Ec2PlacementGroups(world.ec2).group(node_class(placement_group=SelectorTerm(name="nope"))) is None
+    launcher = world.launcher(replace(cluster_config(classes=(klass,)), node_pools=(node_pool(),)))
+    narrowed = launcher.launch(_partitioned(world, ("3", "2"), ("default/a",)), NOW)
+    assert narrowed.status == "launched", narrowed
+    data = _template_of(world, str(narrowed.claim.launch_template))  # type: ignore[union-attr]
+    assert data["Placement"] == {"GroupId": group.group_id, "PartitionNumber": 2}
+    labels = parse_bootstrap(data["UserData"]).labels
+    assert (wk.PLACEMENT_GROUP_PARTITION, "2") in labels and (wk.PLACEMENT_GROUP_ID, group.group_id) in labels
+    (instance,) = world.instances.describe([str(narrowed.claim.instance_id)])  # type: ignore[union-attr]
+    assert instance.partition == 2
+    open_claim = launcher.launch(_partitioned(world, ("1", "2", "3"), ("default/b",)), NOW)
+    data = _template_of(world, str(open_claim.claim.launch_template))  # type: ignore[union-attr]
+    assert data["Placement"] == {"GroupId": group.group_id}, "every partition allowed: EC2 picks"
+    assert wk.PLACEMENT_GROUP_PARTITION not in dict(parse_bootstrap(data["UserData"]).labels)
+    (instance,) = world.instances.describe([str(open_claim.claim.instance_id)])  # type: ignore[union-attr]
+    assert instance.partition == 1, "EC2 (the hook) picks the emptiest partition"

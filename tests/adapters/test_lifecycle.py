@@ -16,13 +16,16 @@ from typing import Any
 import pytest
 
 from longshore.adapters.memory_metrics import MemoryMetricsSink
+from longshore.core import labels as wk
 from longshore.core import telemetry
 from longshore.core.claims import LAUNCH_TIMEOUT_S, ORPHAN_GRACE_S, REGISTRATION_TIMEOUT_S
+from longshore.core.model import Requirement, SelectorTerm
 from longshore.ports.kube import ClusterUnavailableError
 from longshore.services.lifecycle import Lifecycle
 from longshore_sim.aws import SimulatedCrash
 from longshore_sim.clock import VirtualClock
-from tests.adapters.conftest import World, request
+from longshore_sim.placement_groups import PlacementGroups
+from tests.adapters.conftest import World, cluster_config, node_class, node_pool, request
 from tests.fakes import FakeCluster
 
 NOW = 2_000_000.0
@@ -369,3 +372,24 @@ def test_one_pass_collects_at_most_one_orphan_in_a_small_cluster(world: World) -
     assert world.store.by_instance(with_node) is not None, "the orphan with a node was re-adopted"
     assert _state(world, with_node) in ("pending", "running")
     assert sink.total(telemetry.ORPHANS_MASS_DETECTED) == 0
+
+
+def test_a_node_ec2_placed_in_a_partition_is_labelled_with_it_at_registration(world: World) -> None:
+    # Karpenter's PlacementGroupRegistrationHook: a claim left open on the partition launches without one, and
+    # the partition EC2 picked (DescribeInstances `Placement.PartitionNumber`) labels the node
+    groups = PlacementGroups().attach(world.ec2)
+    groups.create("hdfs", "partition", partition_count=3)
+    klass = node_class(placement_group=SelectorTerm(name="hdfs"))
+    config = replace(cluster_config(classes=(klass,)), node_pools=(node_pool(),))
+    base = request()
+    every = (Requirement(wk.PLACEMENT_GROUP_PARTITION, "In", ("1", "2", "3")),)
+    result = world.launcher(config).launch(replace(base, claim=replace(base.claim, requirements=every)), NOW)
+    assert result.claim is not None and result.claim.provider_id is not None
+    cluster, sink = FakeCluster(VirtualClock(NOW)), MemoryMetricsSink()
+    lifecycle = Lifecycle(
+        store=world.store, instances=world.instances, cluster=cluster, config=config, metrics=sink
+    )
+    cluster.add_node(_node("ip-10-0-0-9", result.claim.provider_id, ready=False, taints=[UNREGISTERED]))
+    done = lifecycle.reconcile(cluster.list_nodes(), NOW + 30, check_cloud=False)
+    assert done.claim_ids("register") == (result.claim_id,)
+    assert cluster.nodes["ip-10-0-0-9"]["metadata"]["labels"][wk.PLACEMENT_GROUP_PARTITION] == "1"

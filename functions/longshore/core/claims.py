@@ -308,6 +308,7 @@ class CloudInstance:
     image_id: str | None = None
     reservation_id: str | None = None  # `CapacityReservationId` while the instance runs in a reservation
     reservation_type: str | None = None  # "default" | "capacity-block" (`InstanceLifecycle: capacity-block`)
+    partition: int | None = None  # `Placement.PartitionNumber` in a partition placement group
 
     @property
     def alive(self) -> bool:

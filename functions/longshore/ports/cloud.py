@@ -22,6 +22,7 @@ from longshore.core.claims import (
 )
 from longshore.core.disruption.state import InstanceStatus
 from longshore.core.model import NodeClass, NodePool
+from longshore.core.placement_groups import PlacementGroup
 from longshore.core.reservations import Reservation
 
 
@@ -119,4 +120,14 @@ class CapacityReservations(Protocol):
         """Why the last `list` of `node_class` could not read everything it asked for ("" when it could): each
         selector term (by its index in `capacityReservationSelectorTerms`) or the zone lookup that failed, with
         the error. A term whose id EC2 does not know is not a failure (it selects nothing)."""
+        ...
+
+
+class PlacementGroups(Protocol):
+    """The placement group each node class selects (`core.placement_groups`)."""
+
+    def group(self, node_class: NodeClass) -> PlacementGroup | None:
+        """The available group `node_class.placement_group` selects, with its strategy and partition count;
+        None when the node class selects none, or when it cannot be resolved now (logged; the launch then
+        fails with the error naming the node class and the field). Never raises."""
         ...

@@ -7,7 +7,8 @@ and carries the decisions out through the ports:
 
     adopt                 a `launching` claim whose instance exists (a run died after CreateFleet): record it
     register              the Node with the claim's providerID appeared: label the Node
-                          (`karpenter.sh/registered`, pool and class labels) and remove the
+                          (`karpenter.sh/registered`, pool and class labels, and the partition EC2 picked
+                          for a node of a partition placement group launched without one) and remove the
                           `karpenter.sh/unregistered` taint in one patch, then record the node and the time
     initialize            the Node is Ready and its startup and ephemeral taints are gone: record the time and
                           label the Node `karpenter.sh/initialized=true`
@@ -232,7 +233,7 @@ class Lifecycle:
         if action == "adopt" and instance is not None:
             return self._adopt(claim, instance, now)
         if action == "register" and node is not None:
-            return self._register(claim, node, now)
+            return self._register(claim, node, now, instance)
         if action == "initialize" and node is not None:
             return self._initialize(claim, node, now)
         if action in FORGETTING:
@@ -339,7 +340,9 @@ class Lifecycle:
         )
         return True
 
-    def _register(self, claim: NodeClaim, node: NodeObservation, now: float) -> bool:
+    def _register(
+        self, claim: NodeClaim, node: NodeObservation, now: float, instance: CloudInstance | None
+    ) -> bool:
         # The Node first: a patch that fails leaves the claim `launched`, so the next pass registers it again
         # (recorded first, a registered claim is never patched again and keeps its unregistered taint).
         remaining = tuple(
@@ -348,7 +351,8 @@ class Lifecycle:
         self._cluster.patch_node(
             node.name,
             NodePatch(
-                labels=_registration_labels(self._config, claim),
+                labels=_registration_labels(self._config, claim)
+                + self._partition_label(claim, node, instance),
                 taints=remaining if remaining != node.taints else None,
                 add_finalizers=(wk.TERMINATION_FINALIZER,),
             ),
@@ -368,6 +372,22 @@ class Lifecycle:
             },
         )
         return True
+
+    def _partition_label(
+        self, claim: NodeClaim, node: NodeObservation, instance: CloudInstance | None
+    ) -> tuple[tuple[str, str | None], ...]:
+        """The partition EC2 picked for a node of a partition placement group launched without one (its claim
+        has the partition requirement, its node no label), read from the instance (Karpenter's
+        `PlacementGroupRegistrationHook`); () when it has its label, is in no partition group, or EC2 does not
+        say."""
+        partitioned = any(r.key == wk.PLACEMENT_GROUP_PARTITION for r in claim.requirements)
+        if not partitioned or wk.PLACEMENT_GROUP_PARTITION in dict(node.labels) or not claim.instance_id:
+            return ()
+        if instance is None or instance.partition is None:  # between cloud checks the instance is assumed
+            instance = next(iter(self._instances.describe([claim.instance_id])), None)
+        if instance is None or instance.partition is None:
+            return ()
+        return ((wk.PLACEMENT_GROUP_PARTITION, str(instance.partition)),)
 
     def _initialize(self, claim: NodeClaim, node: NodeObservation, now: float) -> bool:
         if self._store.compare_and_put(transition(claim, "initialized", initialized_at=now)) is None:

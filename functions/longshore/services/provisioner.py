@@ -45,10 +45,11 @@ from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.fleet_metrics import fleet_gauges
 from longshore.core.model import ClusterConfig
+from longshore.core.placement_groups import ByClass as PlacementByClass
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import CapacityReservations, Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher, PlacementGroups
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
@@ -149,6 +150,15 @@ class PassResult:
 CatalogSource = Callable[[], Catalog]
 
 
+def groups_by_class(groups: PlacementGroups | None, config: ClusterConfig) -> PlacementByClass:
+    """The placement group of each node class that selects one and that a planned (not static) pool uses."""
+    if groups is None:
+        return ()
+    wanted = {p.node_class for p in config.node_pools if p.replicas is None}
+    found = ((c.name, groups.group(c)) for c in config.node_classes if c.placement_group and c.name in wanted)
+    return tuple(sorted((name, group) for name, group in found if group is not None))
+
+
 class ProvisionerService:
     """One provisioner run's state: its lease owner id, its pod cache and the Events it already posted (`PodEvents`)."""
 
@@ -170,8 +180,10 @@ class ProvisionerService:
         workflow: DisruptionWorkflow | None = None,
         buffers: buffer_pods.BufferSource | None = None,
         reservations: CapacityReservations | None = None,
+        placement_groups: PlacementGroups | None = None,
     ) -> None:
         self._reservations = reservations  # capacity reservations (`core.reservations`)
+        self._placement_groups = placement_groups  # partitions as offerings (`core.placement_groups`)
         self._cluster = cluster
         self._store = store
         self._offerings = offerings
@@ -329,6 +341,7 @@ class ProvisionerService:
                 unavailable=unavailable,
                 settings=self._config.settings,
                 reservations=reservations_by_class(self._reservations, self._config, now),
+                placement_groups=groups_by_class(self._placement_groups, self._config),
             ),
             buffer_pods.virtual_pods(buffers.resolved),
         )

@@ -21,7 +21,7 @@ from longshore.core.catalog import Catalog
 from longshore.core.karpenter_objects import ObjectVerdict
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import CapacityReservations, Instances, Launcher
+from longshore.ports.cloud import CapacityReservations, Instances, Launcher, PlacementGroups
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
@@ -55,6 +55,7 @@ class ProvisionerRuntime:
     workflow: DisruptionWorkflow | None = None  # drains deleted Nodes; None: no state machine ARN configured
     verdicts: tuple[ObjectVerdict, ...] = field(default=())
     reservations: CapacityReservations | None = None  # the node classes' capacity reservations
+    placement_groups: PlacementGroups | None = None  # the node classes' placement groups (partitions)
 
     def service(
         self,
@@ -79,6 +80,7 @@ class ProvisionerRuntime:
             workflow=self.workflow,
             buffers=buffer_pods.source_of(self.cluster, self.config),
             reservations=self.reservations,
+            placement_groups=self.placement_groups,
         )
         if previous is not None:
             service.take_over(previous)
@@ -100,6 +102,8 @@ class ProvisionerRuntime:
 def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> ProvisionerRuntime:
     """Wire the production adapters of one container (`sink`: where metrics go; default `wiring.metrics`, EMF
     through Powertools). In shadow mode the runtime hands out the `adapters.shadow` stand-ins."""
+    from longshore.adapters.aws.network import Ec2PlacementGroups
+
     cluster = wiring.kube_cluster(cached=True)  # the container's watch cache of pods and nodes
     return ProvisionerRuntime(
         config=wiring.config,
@@ -117,6 +121,7 @@ def build_provisioner(wiring: Runtime, sink: MetricsSink | None = None) -> Provi
         verdicts=wiring.pool_verdicts,
         workflow=wiring.workflows if wiring.settings.disruption_state_machine_arn else None,
         reservations=wiring.reservations,
+        placement_groups=Ec2PlacementGroups(wiring.client("ec2")),
     )
 
 

@@ -9,7 +9,10 @@ settings); a template deleted under us is recreated once and the call repeated, 
 template carries the node class's network interfaces, `ipPrefixCount` and placement group (resolved once per
 node class by DescribePlacementGroups), the option's EFA interfaces, and the RAID0 instance-store setup in the
 user data (`launch_templates`, `userdata_render`); a node in a placement group registers with
-`karpenter.k8s.aws/placement-group-id`, as Karpenter labels it.
+`karpenter.k8s.aws/placement-group-id`, as Karpenter labels it. A claim narrowed to some partitions of a
+partition group launches with `Placement.PartitionNumber` (the lowest, `core.placement_groups.launch_partition`)
+and its node registers with `karpenter.k8s.aws/placement-group-partition`; a claim left open leaves the
+partition to EC2 (the lifecycle labels the node at registration).
 A reserved option launches as Karpenter does (aws provider `pkg/providers/instance/`): its own launch template
 targets the reservation (`CapacityReservationSpecification`, preference `capacity-reservations-only`; a
 Capacity Block adds `InstanceMarketOptions.MarketType: capacity-block`), and the fleet is `on-demand`
@@ -35,7 +38,6 @@ from longshore.adapters.aws.amis import (
 )
 from longshore.adapters.aws.launch_templates import LaunchTemplates, TemplateSpec, default_block_devices
 from longshore.adapters.aws.network import (
-    PlacementGroup,
     Subnet,
     select_placement_group,
     select_security_groups,
@@ -49,6 +51,7 @@ from longshore.core import labels as wellknown
 from longshore.core.catalog import WINDOWS_BUILDS
 from longshore.core.claims import FleetOutcome, LaunchOption, NodeClaim, OfferingFailure, client_token
 from longshore.core.model import NodeClass, NodePool, SelectorTerm, Taint
+from longshore.core.placement_groups import PlacementGroup, launch_partition
 from longshore.core.requirements import Requirements
 from longshore.core.taints import UNREGISTERED_TAINT
 from longshore.ports.cloud import FleetCallError
@@ -174,9 +177,12 @@ class Ec2Fleet:
     ) -> FleetOutcome:
         subnets = self._subnet_per_zone(node_class)
         family = effective_family(node_class)
+        partition = launch_partition(Requirements.of(claim.requirements), self._placement_group(node_class))
         configs: dict[str, list[dict[str, Any]]] = {}
         for rank, option in enumerate(batch):
-            template = self._template_for(pool, node_class, family, option, labels, now, tenancy_of(claim))
+            template = self._template_for(
+                pool, node_class, family, option, labels, now, tenancy_of(claim), partition
+            )
             configs.setdefault(template, []).append(
                 {
                     "InstanceType": option.instance_type,
@@ -224,7 +230,9 @@ class Ec2Fleet:
             for name in configs:  # deleted under us (GC): recreate once, as Karpenter does
                 self.templates.forget(name)
             for option in batch:
-                self._template_for(pool, node_class, family, option, labels, now, tenancy_of(claim))
+                self._template_for(
+                    pool, node_class, family, option, labels, now, tenancy_of(claim), partition
+                )
             response = call_with_backoff(lambda: self._ec2.create_fleet(**params), self._sleep)
         return self._parse_fleet(response, subnets, capacity_type)
 
@@ -335,12 +343,16 @@ class Ec2Fleet:
         labels: Iterable[tuple[str, str]],
         now: float,
         tenancy: str = "default",
+        partition: int | None = None,
     ) -> str:
         self._amis.refresh_if_stale(now)
         image = self._amis.resolve(node_class, self._cluster.version, option.arch, option.accelerator)
         group = self._placement_group(node_class)
         if group is not None:
             labels = (*labels, (wellknown.PLACEMENT_GROUP_ID, group.group_id))
+        # the partition the claim launches in (else EC2 picks it, and the lifecycle labels it at registration)
+        if partition is not None:
+            labels = (*labels, (wellknown.PLACEMENT_GROUP_PARTITION, str(partition)))
         bind_dirs = self._bind_dirs(node_class, family, image)
         bootstrap = node_bootstrap(pool, node_class, option, family, labels, bind_dirs)
         kubelet = pool.effective_kubelet(node_class)
@@ -366,6 +378,7 @@ class Ec2Fleet:
             ip_prefix_count=node_class.ip_prefix_count,
             ip_family=self._cluster.ip_family,
             placement_group_id=group.group_id if group is not None else None,
+            placement_partition=partition,
             associate_public_ip=node_class.associate_public_ip_address,
             connection_tracking=node_class.connection_tracking,
             cpu_options=node_class.cpu_options,

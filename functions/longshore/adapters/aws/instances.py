@@ -43,6 +43,7 @@ def to_cloud_instance(item: dict[str, Any]) -> CloudInstance:
             if reservation
             else None
         ),
+        partition=int(number) if (number := item.get("Placement", {}).get("PartitionNumber")) else None,
     )
 
 

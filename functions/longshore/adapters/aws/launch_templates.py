@@ -20,7 +20,8 @@ none of the lists, any of these three is written on a lone primary interface. Wh
 the security groups move into them (`SecurityGroupIds` is left out, as EC2 requires). Karpenter writes that
 primary interface even when it carries nothing; Longshore then keeps `SecurityGroupIds`, which launches the
 same instance and keeps the names of existing templates. The resolved placement group goes in
-`Placement.GroupId`, next to `Tenancy` when the claim is dedicated; `cpuOptions.nestedVirtualization` in
+`Placement.GroupId` (with `PartitionNumber` for a claim launched into one partition of a partition group),
+next to `Tenancy` when the claim is dedicated; `cpuOptions.nestedVirtualization` in
 `CpuOptions.NestedVirtualization`.
 """
 
@@ -63,6 +64,7 @@ class TemplateSpec:
     ip_prefix_count: int | None = None  # the node class's `ipPrefixCount`
     ip_family: str = "ipv4"  # the cluster's
     placement_group_id: str | None = None  # the node class's resolved `placementGroupSelector`
+    placement_partition: int | None = None  # the partition of a partition group the claim launches in
     associate_public_ip: bool | None = None  # the node class's `associatePublicIPAddress`
     connection_tracking: Pairs = ()  # the node class's `connectionTracking` timeouts (seconds)
     cpu_options: Pairs = ()  # the node class's `cpuOptions` (`nestedVirtualization`)
@@ -99,6 +101,8 @@ class TemplateSpec:
             placement["Tenancy"] = self.tenancy
         if self.placement_group_id:
             placement["GroupId"] = self.placement_group_id
+            if self.placement_partition is not None:
+                placement["PartitionNumber"] = self.placement_partition
         if placement:
             data["Placement"] = placement
         nested = dict(self.cpu_options).get("nestedVirtualization")

@@ -8,16 +8,23 @@ the choice is deterministic. An empty selection is an error naming the node clas
 a subnet or a security group cannot succeed. The placement group (`placementGroupSelector`, a name or an id) is
 the one `available` group DescribePlacementGroups returns for it (Karpenter `pkg/providers/placementgroup`);
 none is an error naming the node class, the field and the value, as the node class is not ready in Karpenter.
+`Ec2PlacementGroups` (`ports.cloud.PlacementGroups`) gives the provisioner each node class's group, looked up
+once per node class and selector per container (Karpenter caches it for a day), so its plan can offer the
+partitions (`core.placement_groups`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from longshore.adapters.aws.retry import ClientError, error_code
-from longshore.core.model import SelectorTerm
+from longshore.core.model import NodeClass, SelectorTerm
+from longshore.core.placement_groups import PlacementGroup
+
+log = logging.getLogger(__name__)
 
 
 class SelectionError(ValueError):
@@ -109,14 +116,6 @@ def select_security_groups(ec2: Any, terms: Iterable[SelectorTerm], node_class: 
     return tuple(sorted(found))
 
 
-@dataclass(frozen=True, slots=True)
-class PlacementGroup:
-    group_id: str
-    name: str
-    strategy: str  # cluster | partition | spread
-    partition_count: int = 0
-
-
 def select_placement_group(ec2: Any, term: SelectorTerm, node_class: str = "") -> PlacementGroup:
     """The available placement group the node class's `placementGroupSelector` names."""
     kwargs: dict[str, Any] = {"Filters": [{"Name": "state", "Values": ["available"]}]}
@@ -142,3 +141,27 @@ def select_placement_group(ec2: Any, term: SelectorTerm, node_class: str = "") -
         strategy=str(group.get("Strategy", "")),
         partition_count=int(group.get("PartitionCount", 0) or 0),
     )
+
+
+class Ec2PlacementGroups:
+    """`ports.cloud.PlacementGroups` on DescribePlacementGroups (see the module docstring)."""
+
+    def __init__(self, ec2: Any) -> None:
+        self._ec2 = ec2
+        self._found: dict[tuple[str, SelectorTerm], PlacementGroup] = {}
+
+    def group(self, node_class: NodeClass) -> PlacementGroup | None:
+        term = node_class.placement_group
+        if term is None:
+            return None
+        key = (node_class.name, term)  # a changed selector is looked up again
+        if key not in self._found:
+            try:
+                self._found[key] = select_placement_group(self._ec2, term, node_class.name)
+            except (ClientError, SelectionError) as error:  # the launch reports it, naming the field
+                log.warning(
+                    "could not resolve the placement group",
+                    extra={"node_class": node_class.name, "error": str(error)},
+                )
+                return None
+        return self._found[key]

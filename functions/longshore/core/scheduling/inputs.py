@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from longshore.core import labels as wk
 from longshore.core.catalog import Catalog
 from longshore.core.model import NodeClass, NodePool, Pairs, Settings, Taint
+from longshore.core.placement_groups import ByClass as PlacementByClass
 from longshore.core.pods import Pod
 from longshore.core.reservations import ByClass
 from longshore.core.resources import EMPTY, Resources
@@ -70,6 +71,8 @@ class SchedulingInput:
     max_instance_types: int = 60
     #: Node class name -> its active capacity reservations (`core.reservations`), sorted by name.
     reservations: ByClass = ()
+    #: Node class name -> the placement group it selected (`core.placement_groups`), sorted by name.
+    placement_groups: PlacementByClass = ()
 
     def usage_of(self, pool: str) -> Resources:
         if self.pool_usage is not None:

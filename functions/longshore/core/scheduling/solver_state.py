@@ -130,7 +130,13 @@ class SolverState:
         catalog = inp.catalog.without_offerings(inp.unavailable) if inp.unavailable else inp.catalog
         self.reservations = without_refused(inp.reservations, inp.unavailable)
         self.templates = build_templates(
-            inp.pools, inp.node_classes, catalog, inp.daemonsets, inp.settings, self.reservations
+            inp.pools,
+            inp.node_classes,
+            catalog,
+            inp.daemonsets,
+            inp.settings,
+            self.reservations,
+            inp.placement_groups,
         )
         self.prefer_no_schedule = any(t.effect == "PreferNoSchedule" for p in inp.pools for t in p.taints)
         self.nodes = [self.node_state(n) for n in self.ordered(inp.nodes)]

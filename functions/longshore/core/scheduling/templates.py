@@ -10,8 +10,10 @@ allocatable (`core.allocatable`, with the pool's kubelet settings and node class
 (only DaemonSets whose pods tolerate the pool's taints and whose required node affinity fits the template and
 the type), the room left for pods, the node capacity that pool limits count, and the offerings cheapest
 first. A pool's types also carry the reserved offerings of its node class's capacity reservations
-(`core.reservations`), added after NodeOverlays. Templates come out in the order the scheduler tries them:
-weight descending, then name.
+(`core.reservations`), added after NodeOverlays. A pool whose node class is in a placement group requires
+`karpenter.k8s.aws/placement-group-id In [id]`, and for a partition group `placement-group-partition In
+[1..count]` (`core.placement_groups`: Karpenter puts them on every type of the pool, which is the same for the
+scheduler). Templates come out in the order the scheduler tries them: weight descending, then name.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from longshore.core.allocatable import allocatable, fits_network_interfaces, nod
 from longshore.core.catalog import WINDOWS_BUILDS, Catalog, InstanceType, Offering
 from longshore.core.model import NodeClass, NodePool, Origin, Settings, Taint
 from longshore.core.overlays import overlaid, tenancy_priced
+from longshore.core.placement_groups import ByClass as PlacementByClass
+from longshore.core.placement_groups import PlacementGroup, group_of, group_requirements
 from longshore.core.pods import HostPort, Pod
 from longshore.core.requirements import KeyRequirement, RequirementError, Requirements
 from longshore.core.reservations import ByClass, Reservation, reservations_of, with_reservations
@@ -97,6 +101,7 @@ def build_template(
     daemonsets: tuple[Pod, ...],
     settings: Settings,
     reservations: tuple[Reservation, ...] = (),
+    placement_group: PlacementGroup | None = None,
 ) -> NodeTemplate:
     labels = dict(pool.labels)
     labels[wk.NODEPOOL] = pool.name
@@ -106,6 +111,7 @@ def build_template(
     try:
         requirements = Requirements.of(pool.requirements).intersect(Requirements.from_labels(labels))
         requirements = requirements.intersect(_defaults(pool, requirements))
+        requirements = requirements.intersect(group_requirements(placement_group))
     except RequirementError as exc:
         return NodeTemplate(
             pool,
@@ -221,6 +227,7 @@ def build_templates(
     daemonsets: tuple[Pod, ...],
     settings: Settings,
     reservations: ByClass = (),
+    placement_groups: PlacementByClass = (),
 ) -> tuple[NodeTemplate, ...]:
     classes = {node_class.name: node_class for node_class in node_classes}
     ordered = sorted(pools, key=lambda p: (-p.weight, p.name))
@@ -230,11 +237,12 @@ def build_templates(
             name=pool.node_class, origin=Origin("karpenter.k8s.aws/v1", "EC2NodeClass")
         )
         found = reservations_of(reservations, node_class.name)
-        key = ("template", pool, node_class, daemonsets, settings, found)
+        group = group_of(placement_groups, node_class.name)
+        key = ("template", pool, node_class, daemonsets, settings, found, group)
         templates.append(
             catalog.memo(
                 key,
-                lambda: build_template(pool, node_class, catalog, daemonsets, settings, found),  # noqa: B023
+                lambda: build_template(pool, node_class, catalog, daemonsets, settings, found, group),  # noqa: B023
             )
         )
     return tuple(templates)

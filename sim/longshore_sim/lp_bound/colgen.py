@@ -85,7 +85,11 @@ def generate_columns(
     relaxation = KnapsackRelaxation(demand, caps, room)
 
     def pricing_bounds(weights: Any) -> Any:
-        return np.minimum(_fractional_pricing_bounds(weights, demand, caps, room), relaxation.bounds(weights))
+        upper = _fractional_pricing_bounds(weights, demand, caps, room)
+        open_bins = np.flatnonzero(upper > price)  # the others cannot raise theta above 1 nor improve
+        if open_bins.size:
+            upper[open_bins] = np.minimum(upper[open_bins], relaxation.bounds(weights, open_bins))
+        return upper
 
     columns = _Columns(len(counts))
     for k in range(len(counts)):  # the cheapest homogeneous node of every class: the master is feasible

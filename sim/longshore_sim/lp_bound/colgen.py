@@ -35,7 +35,7 @@ class ConfigurationBound:
     master_per_hour: float  # the last restricted master's optimum: the LP optimum or above it, NOT a bound
     converged: bool  # exact pricing found no improving column, so cost_per_hour is the LP optimum
     stopped: (
-        str  # "converged", "time", "iterations", "stalled" (pricing inexact or numerically stuck), "no pods"
+        str  # "converged", "time", "iterations", "stalled" (only columns already in the master), "no pods"
     )
     iterations: int
     columns: int
@@ -66,8 +66,8 @@ def generate_columns(
     """The configuration-LP bound by column generation (package docstring) and the columns it generated, for
     classes given as plain numbers: `counts[k]` pods of class k, each needing `demands[k]` (millicores, bytes,
     pod slots), at most one per node when `one_per_node[k]`; bins as (price, room, classes served). Every class
-    must be served by some bin. Counts may be fractional (an even zone split): the per-node caps then use their
-    ceiling. Stops at `deadline` (a `time.perf_counter()` instant) or after `max_iterations` master solves.
+    must be served by some bin. Counts may be fractional or 0 (a class only a rounded plan needs): the per-node
+    caps use their ceiling (at least 1). Stops at `deadline` (a `time.perf_counter()` instant) or after `max_iterations` master solves.
     The simulation keeps only the bound (`simulation.lower_bounds`); the benchmark also solves a MIP over the
     columns (`pools.configuration_plan`)."""
     import time

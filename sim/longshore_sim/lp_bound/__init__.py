@@ -32,18 +32,27 @@ relaxed only in how many of each node are bought, so it is at least the fluid bo
 integer packing being such a column, at most the cost of any integer packing. Column generation solves it:
 the restricted master over the columns found so far (HiGHS), with duals pi; then per bin the pricing problem
 `max pi . a` over its columns, a bounded 3-D integer knapsack, solved exactly by enumerating its feasible
-points when there are few, else by `scipy.optimize.milp` with a time limit. Columns with pi . a > p_b join the
-master. Each round tries a greedy filling of every bin first and prices exactly only when greedy finds nothing,
-most promising bins first, until a few improving columns are found (partial pricing). Whatever the state, pi (clipped at 0) scaled by theta = max(1, max_b U_b / p_b), where U_b is any
-upper bound on bin b's pricing optimum, is a feasible dual of the full LP, so
+points when there are few, else by `scipy.optimize.milp` (its time limit grows for a bin that ran out
+before). For any pi >= 0, pi scaled by theta = max(1, max_b U_b / p_b), where U_b is any upper bound on bin
+b's pricing optimum, is a feasible dual of the full LP, so
 
     LB_CG = n . pi / theta                                                   (Farley's bound)
 
-is valid at every iteration. U_b is the exact optimum when pricing was exact, HiGHS's MIP dual bound when a
-knapsack stopped early, and a fractional (per-dimension) knapsack bound for bins not priced at all. When every
-bin is priced exactly and none improves, theta = 1 and LB_CG is the LP optimum ("converged"). The best LB_CG
-over the iterations is kept. The loop stops at convergence, after `max_iterations`, or at the wall-clock
-budget (2 s by default, on top of the fluid LP's fraction of a second), so a simulation never waits long.
+is valid at every iteration, whatever pi is. U_b is the least of: the exact optimum when pricing was exact,
+HiGHS's MIP dual bound when a knapsack stopped early, and the knapsack's LP relaxation (`relaxation`: all
+bins at once, through the dual of the relaxation, which any price per dimension bounds). The relaxation is
+cheap and close, so only the few bins whose relaxation says they might hold a column worth more than their
+price are priced exactly, most promising first, and pricing stops once the next bin's relaxation cannot
+raise theta above the exact ratios already found (or enough improving columns are in hand). Each round
+adds the greedy filling of every such bin at the master's and the smoothed duals first, and prices
+exactly only when greedy found nothing. Against tailing off, pricing uses Wentges' smoothed duals
+`alpha pi_best + (1 - alpha) pi_master` (pi_best: the duals of the best bound so far); a round whose
+columns do not improve the master at its own duals (a mispricing) still yields a Farley bound at the
+smoothed duals, and if that bound did not improve the next round prices at the master's duals. The loop
+stops when the best bound reaches the restricted master's optimum (which is at least the LP optimum) within
+2e-6, when no bin's bound exceeds its price at the master's duals ("converged": LB_CG is then, to 1e-6, the LP
+optimum), after `max_iterations`, or at the wall-clock budget (2 s by default, on top of the fluid LP's
+fraction of a second), so a simulation never waits long. The best LB_CG over the iterations is kept.
 The reported bound is `max(fluid, configuration)`: the fluid one when column generation proved nothing better.
 A run cut short by the clock depends on the machine's speed; a converged one does not.
 """

@@ -8,15 +8,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from longshore_sim.lp_bound.relaxation import KnapsackRelaxation
+
 Bin = tuple[float, tuple[int, int, int], frozenset[int]]  # price, room, indices of the classes served
 _Bin = Bin
 
 DEFAULT_TIME_LIMIT = 2.0  # seconds of wall time for column generation, after the fluid LP
 DEFAULT_MAX_ITERATIONS = 200
 ENUMERATION_LIMIT = 50_000  # partial knapsack fillings enumerated before handing a bin to the MIP solver
-KNAPSACK_TIME_LIMIT = 0.25  # seconds for one knapsack MIP
-PRICING_BATCH = 8  # improving columns found by exact pricing before the master is solved again
-_IMPROVES = 1e-9  # relative: a column improves when pi . a > p_b (1 + _IMPROVES)
+KNAPSACK_TIME_LIMIT = 0.25  # seconds for one knapsack MIP, at first
+KNAPSACK_TIME_LIMIT_MAX = 4.0  # seconds for one knapsack MIP that ran out of time before
+PRICING_BATCH = 25  # improving columns found by exact pricing before the master is solved again
+SMOOTHING = 0.5  # Wentges: pricing duals = SMOOTHING x the best bound's duals + the rest x the master's
+_MIP_GAP = 5e-7  # relative: a knapsack MIP stops this close to its optimum (its dual bound is what counts)
+_GAP = 2e-6  # relative: a bound this close to the restricted master's optimum is the LP optimum
+_IMPROVES = (
+    1e-6  # relative, above the master LP's tolerance: a column improves when pi . a > p_b (1 + _IMPROVES)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +35,7 @@ class ConfigurationBound:
     master_per_hour: float  # the last restricted master's optimum: the LP optimum or above it, NOT a bound
     converged: bool  # exact pricing found no improving column, so cost_per_hour is the LP optimum
     stopped: (
-        str  # "converged", "time", "iterations", "stalled" (pricing inexact or numerically stuck), "no pods"
+        str  # "converged", "time", "iterations", "stalled" (only columns already in the master), "no pods"
     )
     iterations: int
     columns: int
@@ -58,8 +66,8 @@ def generate_columns(
     """The configuration-LP bound by column generation (package docstring) and the columns it generated, for
     classes given as plain numbers: `counts[k]` pods of class k, each needing `demands[k]` (millicores, bytes,
     pod slots), at most one per node when `one_per_node[k]`; bins as (price, room, classes served). Every class
-    must be served by some bin. Counts may be fractional (an even zone split): the per-node caps then use their
-    ceiling. Stops at `deadline` (a `time.perf_counter()` instant) or after `max_iterations` master solves.
+    must be served by some bin. Counts may be fractional or 0 (a class only a rounded plan needs): the per-node
+    caps use their ceiling (at least 1). Stops at `deadline` (a `time.perf_counter()` instant) or after `max_iterations` master solves.
     The simulation keeps only the bound (`simulation.lower_bounds`); the benchmark also solves a MIP over the
     columns (`pools.configuration_plan`)."""
     import time
@@ -74,6 +82,15 @@ def generate_columns(
     price, room, caps = _bin_arrays(need, demand, np.asarray(one_per_node, dtype=bool), _undominated(bins))
     if not (caps > 0).any(axis=0).all():
         raise ValueError("every class must be served by some bin")
+    relaxation = KnapsackRelaxation(demand, caps, room)
+
+    def pricing_bounds(weights: Any) -> Any:
+        upper = _fractional_pricing_bounds(weights, demand, caps, room)
+        open_bins = np.flatnonzero(upper > price)  # the others cannot raise theta above 1 nor improve
+        if open_bins.size:
+            upper[open_bins] = np.minimum(upper[open_bins], relaxation.bounds(weights, open_bins))
+        return upper
+
     columns = _Columns(len(counts))
     for k in range(len(counts)):  # the cheapest homogeneous node of every class: the master is feasible
         per_pod = np.where(caps[:, k] > 0, price / np.maximum(caps[:, k], 1), np.inf)
@@ -82,8 +99,11 @@ def generate_columns(
                 column = np.zeros(len(counts), dtype=np.int64)
                 column[k] = caps[b, k]
                 columns.add(int(b), column)
+    limits = np.full(len(price), KNAPSACK_TIME_LIMIT)  # per bin: grows when its knapsack runs out of time
     best = 0.0
-    master = 0.0
+    master = float("inf")
+    center: Any = None  # the duals of the best Farley bound: the stability centre of the smoothing
+    alpha = SMOOTHING
     stopped = "iterations"
     iterations = 0
     while iterations < max_iterations:
@@ -96,44 +116,61 @@ def generate_columns(
             break
         iterations += 1
         master, duals = solved
-        upper = _fractional_pricing_bounds(duals, demand, caps, room)
-        best = max(best, _farley(need, duals, upper, price))
-        open_bins = np.flatnonzero(upper > price * (1 + _IMPROVES))
-        if open_bins.size == 0:  # no bin can hold a column worth more than its price, even fractionally
+        if best >= master * (1 - _GAP):  # the bound meets the restricted master's optimum: the LP optimum
             stopped = "converged"
             break
-        added = 0
+        best, center = _keep_best(best, center, need, duals, pricing_bounds(duals), price)
+        smoothed = duals if center is None or alpha <= 0 else alpha * center + (1 - alpha) * duals
+        upper = pricing_bounds(smoothed)
+        open_bins = np.flatnonzero(upper > price * (1 + _IMPROVES))
+        progress = 0  # columns worth more than their price at the master's own duals
         for b in open_bins:
-            column = _greedy_column(duals, demand, caps[b], room[b])
-            if float(duals @ column) > price[b] * (1 + _IMPROVES) and columns.add(int(b), column):
-                added += 1
-        if added:
-            continue
+            for weights in (smoothed, duals) if smoothed is not duals else (duals,):
+                column = _greedy_column(weights, demand, caps[b], room[b])
+                if float(duals @ column) > price[b] * (1 + _IMPROVES) and columns.add(int(b), column):
+                    progress += 1
         exact = True
-        for b in open_bins[np.argsort(-(upper[open_bins] / price[open_bins]), kind="stable")]:
+        found = 0  # columns worth more than their price at the smoothed duals
+        ranked = open_bins[np.argsort(-(upper[open_bins] / price[open_bins]), kind="stable")]
+        worst = 1 + _IMPROVES  # the largest exact value / price so far
+        for b in ranked if not progress else ():
+            if upper[b] <= price[b] * worst:  # this bin and the rest can neither improve nor raise theta
+                break
             remaining = deadline - time.perf_counter()
             if remaining <= 0.005:
                 exact = False
                 break
             value, column, bound = _price_bin(
-                duals, demand, caps[b], room[b], min(KNAPSACK_TIME_LIMIT, remaining), enumeration_limit
+                smoothed, demand, caps[b], room[b], min(limits[b], remaining), enumeration_limit
             )
             upper[b] = min(upper[b], bound)
-            exact = exact and bound <= value * (1 + _IMPROVES)
-            if value > price[b] * (1 + _IMPROVES) and columns.add(int(b), column):
-                added += 1
-                if added >= PRICING_BATCH:  # enough for the next master; the rest keep their cheap bound
+            if bound > value * (1 + _IMPROVES) and bound > price[b] * (1 + _IMPROVES):
+                exact = False  # the knapsack ran out of time: give this bin more next time
+                limits[b] = min(4 * limits[b], KNAPSACK_TIME_LIMIT_MAX)
+            worst = max(worst, upper[b] / price[b])
+            if value > price[b] * (1 + _IMPROVES):
+                found += 1
+                if columns.add(int(b), column) and float(duals @ column) > price[b] * (1 + _IMPROVES):
+                    progress += 1
+                if found >= PRICING_BATCH:  # enough for the next master; the rest keep their cheap bound
                     break
-        best = max(best, _farley(need, duals, upper, price))
-        if not added:
-            if bool((upper <= price * (1 + _IMPROVES)).all()):
+        improved = _farley(need, smoothed, upper, price) > best
+        best, center = _keep_best(best, center, need, smoothed, upper, price)
+        if progress:
+            alpha = SMOOTHING
+            continue
+        if smoothed is duals:  # no column improves at the master's duals: the LP optimum, or stuck
+            if best >= master * (1 - _GAP) or bool((upper <= price * (1 + _IMPROVES)).all()):
                 stopped = "converged"
-            else:
-                stopped = "time" if not exact and time.perf_counter() >= deadline - 0.005 else "stalled"
-            break
+                break
+            if exact:  # every knapsack solved and only columns already in the master: numerically stuck
+                stopped = "stalled"
+                break
+            continue
+        alpha = alpha if improved else 0.0  # a mispricing: move towards the master's duals
     outcome = ConfigurationBound(
         cost_per_hour=best,
-        master_per_hour=master,
+        master_per_hour=master if np.isfinite(master) else 0.0,
         converged=stopped == "converged",
         stopped=stopped,
         iterations=iterations,
@@ -194,7 +231,8 @@ def _undominated(bins: Sequence[_Bin]) -> list[_Bin]:
 
 def _bin_arrays(need: Any, demand: Any, one_per_node: Any, bins: Sequence[_Bin]) -> tuple[Any, Any, Any]:
     """Prices, rooms and per-class caps: the most pods of a class one node of the bin can take (0 for
-    classes it does not serve; 1 for one-per-node classes; never more than the class has)."""
+    classes it does not serve; 1 for one-per-node classes; never more than the class has, but at least 1 for a
+    class of 0 pods, which a rounded plan may still need a column of)."""
     import numpy as np
 
     price = np.array([p for p, _, _ in bins], dtype=float)
@@ -207,7 +245,7 @@ def _bin_arrays(need: Any, demand: Any, one_per_node: Any, bins: Sequence[_Bin])
         room[:, None, :] // np.maximum(demand[None, :, :], 1),
         np.iinfo(np.int64).max,
     ).min(axis=2)
-    limit = np.where(one_per_node, 1, np.ceil(need - 1e-9).astype(np.int64))
+    limit = np.where(one_per_node, 1, np.maximum(np.ceil(need - 1e-9), 1).astype(np.int64))
     return price, room, np.where(served, np.minimum(fits, limit[None, :]), 0)
 
 
@@ -249,6 +287,12 @@ def _fractional_pricing_bounds(duals: Any, demand: Any, caps: Any, room: Any) ->
             share = np.where(weight > 0, (room[:, r][:, None] - before) / weight, 1.0)
         bound = np.minimum(bound, (np.clip(share, 0.0, 1.0) * value).sum(axis=1))
     return bound
+
+
+def _keep_best(best: float, center: Any, need: Any, duals: Any, upper: Any, price: Any) -> tuple[float, Any]:
+    """The better of the best Farley bound so far (with its duals) and the one of `duals`."""
+    bound = _farley(need, duals, upper, price)
+    return (bound, duals) if bound > best else (best, center)
 
 
 def _farley(need: Any, duals: Any, upper: Any, price: Any) -> float:
@@ -300,7 +344,7 @@ def _price_bin(
         constraints=LinearConstraint(demand[worth].T.astype(float), -np.inf, room.astype(float)),
         integrality=np.ones(worth.size),
         bounds=Bounds(0, cap[worth].astype(float)),
-        options={"time_limit": time_limit, "mip_rel_gap": 1e-9},
+        options={"time_limit": time_limit, "mip_rel_gap": _MIP_GAP},
     )
     if result.x is not None:
         found = np.round(result.x).astype(np.int64)

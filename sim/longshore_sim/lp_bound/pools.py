@@ -4,8 +4,11 @@ bounds (`simulation`) build their classes from pool templates instead, and both 
 (`colgen`).
 
 Theory of operation, written independently of the engine: pods are compressed into classes (same requests,
-same allowed offerings, same per-node constraint). A zone spread with maxSkew 1 is pre-split evenly over the
-eligible zones (exact when the count divides). Zone self-affinity is relaxed away (any zone). Hostname
+same allowed offerings, same per-node constraint). A zone spread with maxSkew 1 puts at least
+floor(count / zones) pods in every eligible zone: that many become a class pinned to each zone, and the
+remainder a class allowed in any of them (a relaxation: the remainder's pods may then share a zone). An even
+fractional split would not be a bound when zones differ in price (two pods over three zones, one of them dear:
+the optimum leaves the dear zone empty, the even split pays 2/3 of a pod there). Zone self-affinity is relaxed away (any zone). Hostname
 anti-affinity within a group becomes "at most 1 pod of the group per node"; hostname spreads become "at most
 maxSkew per node" per group, and the groups of one workload are merged (a relaxation, so still a bound).
 Effective bins are one per (instance type, set of class signatures an offering serves) at its cheapest price.
@@ -155,9 +158,10 @@ def cover_bound(pods: Sequence[Pod], pool: NodePool, catalog: Iterable[InstanceT
 @dataclass(frozen=True)
 class ClassInstance:
     """The classes and effective bins of a set of pods on one pool (docs/reference/lp-bounds.md §1), shared by
-    the fluid LP and the configuration LP. A class key is (demand, zones, capacity types, group); `counts` may
-    be fractional (a zone spread split evenly), `whole` is one integer split of the same pods (maxSkew 1: the
-    first zones in name order take the remainder), which a plan can actually use."""
+    the fluid LP and the configuration LP. A class key is (demand, zones, capacity types, group); `counts` is
+    what the bounds cover (a zone spread's floor per zone plus its remainder over all its zones), `whole` is one integer split of the same pods (maxSkew 1: the
+    first zones in name order take the remainder), which a plan can actually use; a class only the bound
+    has (a zone spread's remainder over all its zones) has 0 there."""
 
     keys: list[ClassKey]
     counts: dict[ClassKey, float]
@@ -216,9 +220,13 @@ def class_instance(pods: Sequence[Pod], pool: NodePool, catalog: Iterable[Instan
         whole[key] += int(count)
     for (_, spread_demand, zone_set, ct_set, group), count in zone_spread.items():
         for i, zone in enumerate(sorted(zone_set)):
-            classes[(spread_demand, frozenset({zone}), ct_set, group)] += count / len(zone_set)
+            # every zone holds at least the floor of an even share (a class of 0 pods keeps the plan's key)
+            classes[(spread_demand, frozenset({zone}), ct_set, group)] += count // len(zone_set)
             extra = 1 if i < count % len(zone_set) else 0
             whole[(spread_demand, frozenset({zone}), ct_set, group)] += count // len(zone_set) + extra
+        if count % len(zone_set):  # the remainder may go to any of the zones (relaxed: maybe the same one)
+            classes[(spread_demand, zone_set, ct_set, group)] += count % len(zone_set)
+            whole.setdefault((spread_demand, zone_set, ct_set, group), 0)
     keys = list(classes)
     signatures = sorted({(k[1], k[2]) for k in keys}, key=lambda s: (sorted(s[0]), sorted(s[1])))
     sig_index = {s: i for i, s in enumerate(signatures)}
@@ -312,6 +320,7 @@ def fluid_bound(pods: Sequence[Pod], pool: NodePool, catalog: Iterable[InstanceT
 class ConfigResult:
     bound: float  # the configuration-LP bound (Farley; the LP optimum when converged)
     converged: bool
+    master: float  # the last restricted master's optimum: at least the LP optimum (not a bound on plans)
     iterations: int
     columns: int
     rounded: float  # the cost of the integer plan over the generated columns
@@ -371,6 +380,7 @@ def configuration_plan(
     return ConfigResult(
         bound=bound.cost_per_hour,
         converged=bound.converged,
+        master=bound.master_per_hour,
         iterations=bound.iterations,
         columns=bound.columns,
         rounded=float(prices @ chosen),

@@ -133,14 +133,8 @@ def _cost(result, offers):
     return sum(offers[node.offer].price * node.replicas for node in result.nodes)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_the_seed_first_members_never_make_the_plan_dearer(seed, monkeypatch):
-    """Big pods (a fifth of a node) beside small fillers, spot-like prices per size: the portfolio with the
-    seed-first members costs no more than without them, and places the same pods."""
-    import dataclasses
-
-    import longshore.core.scheduling.packer as packer_module
-
+def _big_and_small(seed):
+    """Big pods (a fifth of a node) beside small fillers, spot-like prices per size."""
     rng = random.Random(seed)
     types = []
     offers = []
@@ -156,12 +150,51 @@ def test_the_seed_first_members_never_make_the_plan_dearer(seed, monkeypatch):
     for _ in range(rng.randint(3, 7)):
         cpu = rng.choice((100, 250, 500, 1000, 2000, 4000))
         items.append(Item(rng.randint(20, 300), (cpu, cpu * rng.choice((1, 2, 4, 8)), 1), everything))
+    return items, types, offers
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    ("with_members", "without_members"),
+    [
+        ({"seed_first_shares": (0.95, 0.85)}, {"seed_first_shares": ()}),
+        ({"integer_shares": (0.95,)}, {"integer_shares": ()}),
+    ],
+    ids=["seed-first", "integer-aware"],
+)
+def test_the_extra_members_never_make_the_plan_dearer(seed, with_members, without_members, monkeypatch):
+    """The portfolio with the seed-first or the integer-aware members costs no more than without them, and
+    places the same pods."""
+    import dataclasses
+
+    import longshore.core.scheduling.packer as packer_module
+
+    items, types, offers = _big_and_small(seed)
+    tuning = packer_module.TUNING
+    monkeypatch.setattr(packer_module, "TUNING", dataclasses.replace(tuning, **with_members))
     with_member = pack(items, types, offers)
-    off = dataclasses.replace(packer_module.TUNING, seed_first_slack=0.0)
-    monkeypatch.setattr(packer_module, "TUNING", off)
+    monkeypatch.setattr(packer_module, "TUNING", dataclasses.replace(tuning, **without_members))
     without = pack(items, types, offers)
     assert sum(with_member.leftover) == sum(without.leftover) == 0
     assert _cost(with_member, offers) <= _cost(without, offers) + 1e-9
+
+
+def test_integer_factors_price_a_pod_at_the_whole_pods_its_cheapest_node_holds():
+    """Five 8-vCPU pods fit a node of 47.81 vCPU where the fluid LP counts 5.98: the pod's factor is a fifth
+    of the node's price over its LP value; a pod that divides the room exactly keeps its value (1.0)."""
+    from longshore.core.scheduling.packer_bins import integer_factors
+    from longshore.core.scheduling.packer_state import PackerState
+
+    types = [BinType("big", (47810, 196608, 110))]
+    offers = [Offer(0, "a", "spot", 0.96)]
+    items = [Item(10, (8000, 32768, 1), 1), Item(40, (1000, 2048, 1), 1), Item(3, (47810, 1024, 1), 1)]
+    packer = PackerState(items, types, offers, None, 0.95)
+    factors = integer_factors(packer)
+    assert factors[0] == pytest.approx(0.96 / 5 / packer.values[0])
+    assert factors[0] > 1.1
+    assert factors[1] == pytest.approx(max(1.0, 0.96 / 47 / packer.values[1]))
+    assert factors[2] == pytest.approx(1.0)
+    assert all(factor >= 1.0 for factor in factors)
 
 
 def test_a_node_holding_more_seed_pods_wins_within_the_slack_only_in_the_seed_first_members():

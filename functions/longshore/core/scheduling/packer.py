@@ -42,14 +42,17 @@ is a list of node patterns, each replicated some number of times.
    pods stay). The winning pattern is replicated as many times as the remaining counts allow, so the work
    grows with patterns × candidates, not with pods. Three slice shares run as a portfolio from the same
    forced nodes (the alternative of step 3 with the first share only); the cheapest plan wins. The last
-   members, the *seed-first* ones, run the shares 0.95 and 0.85 again from the first forced nodes with one
-   change (`packer_greedy._better`): among candidate nodes within `TUNING.seed_first_slack` (3 %) of the
-   best value per price, the one holding more seed pods wins. Fluid values make a node of 4 big pods plus
-   small ones as good as one of 5 big pods plus fewer small ones, so the greedy used up the small pods
-   early and the last nodes of a big class ran with their gaps empty (the 20,000-pod spot mix: 8-vCPU
-   pods, five per 48-vCPU node, and the last 215 of ~640 nodes held five of them beside one or two 2–4-vCPU
-   pods, 4–8 % of each node empty); taking the big pods first (first-fit decreasing's rule) keeps small
-   pods for those gaps. It is a member, not the rule: on the on-demand mixes it costs more.
+   member, the *integer-aware* one, runs the share 0.95 again from the first forced nodes with values at
+   whole-pod counts (`packer_bins.integer_factors`): each item's LP value times its factor, the cheapest
+   price ÷ pods of a bin holding only that item over its LP value (at least 1), and bins' efficiency bounds
+   times the largest factor so the branch and bound stays valid. Fluid values make a node of 4 big pods
+   plus small ones as good as one of 5 big pods plus fewer small ones (five 8-vCPU pods fit a 48-vCPU node
+   where the LP counts 5.46), so the greedy used up the small pods early and the last nodes of a big class
+   ran with their gaps empty; at whole-pod values five big pods are worth the node's price and a node
+   that takes fewer than fit scores lower. It is a member, not the rule (the portfolio keeps the cheapest
+   plan). The *seed-first* members (`TUNING.seed_first_shares`, none by default: they found no cheaper
+   plan once this member ran) prefer, within `TUNING.seed_first_slack` of the best value per price, the
+   node holding more seed pods (`packer_greedy._better`).
 5. *Downsizing and merging* (`packer_finish`). Each pattern is finally re-priced with the cheapest offer (any type, zone and
    capacity type all its items accept) that still holds it (ties keep the larger type: fewer nodes is never
    worse), and the cheapest small nodes are merged when one node costs no more.
@@ -71,7 +74,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from longshore.core.scheduling.packer_bins import refresh_values
+from longshore.core.scheduling.packer_bins import integer_factors, item_values, refresh_values
 from longshore.core.scheduling.packer_finish import finish, merge_identical, split_back
 from longshore.core.scheduling.packer_forced import dearer_item, forced_nodes, nodes_needed
 from longshore.core.scheduling.packer_greedy import best_node, pick_seed
@@ -175,6 +178,17 @@ def pack(
             key = _plan_key(result, offers)
             if best_key is None or key < best_key:
                 best, best_key = result, key
+    for share in TUNING.integer_shares:
+        # the integer-aware members: values at whole-pod counts (`packer_bins.integer_factors`)
+        packer = first.fork(share)
+        packer.integer_factors = integer_factors(packer)
+        packer.bound_factor = max(packer.integer_factors, default=1.0)
+        packer.values = item_values(packer)
+        packer.priced_at = sum(packer.remaining[k] * packer.values[k] for k in range(len(merged)))
+        result = finish(packer, first_forced + grow(packer))
+        key = _plan_key(result, offers)
+        if best_key is None or key < best_key:
+            best, best_key = result, key
     assert best is not None
     return split_back(repack(first, best), items, members)
 

@@ -148,7 +148,42 @@ def item_values(packer: PackerState) -> list[float]:
     for k, item in enumerate(packer.items):
         prices = packer.prices[packer.group_of[k]]
         values.append(max(1e-9, sum(p * d for p, d in zip(prices, item.demand, strict=True))))
+    if packer.integer_factors:
+        values = [v * f for v, f in zip(values, packer.integer_factors, strict=True)]
     return values
+
+
+def integer_factors(packer: PackerState) -> list[float]:
+    """Per item, how much dearer a pod is at whole-pod counts than at its fluid value: the cheapest
+    price ÷ pods over the bins that serve it, holding only that item (whole pods), divided by its LP
+    value (at least 1; 1 for an item no bin holds). The integer-aware member of the portfolio
+    multiplies values by it, so a big pod of which five fit where the LP counts 5.46 weighs a fifth of
+    its node, and a node that takes fewer of it than fit no longer scores as well as one that takes all."""
+    cheapest_room: dict[int, dict[int, float]] = {}  # per group, per type: its cheapest bin's price
+    for cand in packer.candidates:
+        for g in range(len(packer.group_masks)):
+            if cand.groups >> g & 1:
+                prices = cheapest_room.setdefault(g, {})
+                prices[cand.type_index] = min(prices.get(cand.type_index, math.inf), cand.price)
+    seen: dict[tuple[int, tuple[int, ...]], float] = {}
+    factors = []
+    for k, item in enumerate(packer.items):
+        value = packer.values[k]
+        if packer.remaining[k] <= 0 or value <= 0:
+            factors.append(1.0)
+            continue
+        key = (packer.group_of[k], item.demand)
+        cheapest = seen.get(key)
+        if cheapest is None:
+            cheapest = math.inf
+            for t, price in cheapest_room.get(key[0], {}).items():
+                room = packer.types[t].room
+                fit = min((r // d for r, d in zip(room, item.demand, strict=True) if d > 0), default=0)
+                if fit > 0:
+                    cheapest = min(cheapest, price / fit)
+            seen[key] = cheapest
+        factors.append(max(1.0, cheapest / value) if math.isfinite(cheapest) else 1.0)
+    return factors
 
 
 def alone_cost(packer: PackerState, group: int, demand: tuple[int, ...]) -> float:

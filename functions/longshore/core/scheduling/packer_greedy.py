@@ -119,7 +119,11 @@ def _bounded_options(packer: PackerState, seed: int, active: list[int], shares: 
                 if cand.groups >> packer.group_of[k] & 1
             )
         capacity_value = type_capacity_value(packer, cand.type_index, cand.groups)
-        cand.bound = min(capacity_value, available[cand.groups]) / cand.price if cand.price > 0 else math.inf
+        cand.bound = (
+            min(capacity_value * packer.bound_factor, available[cand.groups]) / cand.price
+            if cand.price > 0
+            else math.inf
+        )
         options.append(cand)
     if not options:
         return []

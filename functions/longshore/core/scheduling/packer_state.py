@@ -32,6 +32,8 @@ class PackerState:
         self.dear_first = False  # open the nodes of much dearer uncapped items before the forced ones
         self.forced_single = False  # forced nodes one at a time, each offered every filler (mixes types)
         self.seed_slack = 0.0  # > 0: the seed-first member (`packer_greedy._better`)
+        self.integer_factors: list[float] = []  # the integer-aware member (`packer_bins.integer_factors`)
+        self.bound_factor = 1.0  # the largest of them: bins' efficiency bounds scale by it
         self.items = items
         self.types = types
         self.offers = offers

@@ -79,8 +79,11 @@ class PackerTuning:
     seed_first_slack: float = 0.03
     """The seed-first members of the portfolio (`packer_greedy._better`): a node taking more seed pods wins within this share of the best value per price (0 turns them off)."""
 
-    seed_first_shares: tuple[float, ...] = (0.95, 0.85)
-    """The slice shares the seed-first members run with (each member is one more greedy run: about 7 % more CPU per share on the 20,000-pod deployment mixes); on the spot mixes each share wins at some size."""
+    seed_first_shares: tuple[float, ...] = ()
+    """The slice shares the seed-first members run with (each member is one more greedy run: about 7 % more CPU per share on the 20,000-pod deployment mixes). None by default: since the integer-aware member (`integer_shares`), (0.95, 0.85) found no cheaper plan on either benchmark table (`python -m bench.run --only main`, `--only small`)."""
+
+    integer_shares: tuple[float, ...] = (0.95,)
+    """The slice shares the integer-aware members run with (`packer_bins.integer_factors`: values at whole-pod counts; each member is one more greedy run). 0.85 alone or added found no cheaper plan on the benchmark."""
 
     node_by_node_up_to: int = 100
     """With at most this many forced nodes, the portfolio also chooses them one by one like ordinary nodes (cheap when few)."""

@@ -232,7 +232,8 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
         from longshore.wiring.planner import build_planner, carry
         from longshore.wiring.provisioner import build_provisioner
         from longshore.wiring.workflow_steps import build_workflow_steps
-        from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator
+        from longshore_sim.sfn_workflows import SimulatedWorkflows
+        from longshore_sim.stepfunctions import StepFunctionsSimulator
 
         config = self.config
         self._mute_lambda_stdout()

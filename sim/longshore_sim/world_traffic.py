@@ -63,7 +63,7 @@ class WorldTraffic:
         if self.step_crashes > 0 and not self._crashed_last:
             # the runtime dies after the work, before the answer (a timeout, an OOM kill); its retry is let
             # through, so the crashes fall on successive steps
-            from longshore_sim.stepfunctions import StatesError
+            from longshore_sim.asl import StatesError
 
             self.step_crashes -= 1
             self._crashed_last = True

@@ -23,7 +23,8 @@ from longshore.core.catalog import Catalog
 from longshore.core.claims import LaunchRequest, LaunchResult, NodeClaim, provider_id
 from longshore.core.model import Budget, ClusterConfig, Disruption, Expiry, NodePool
 from longshore.services.disruption import DisruptionService, PassReport, PlannerPorts
-from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
+from longshore_sim.sfn_workflows import SimulatedWorkflows, steps_invoker
+from longshore_sim.stepfunctions import StepFunctionsSimulator
 from tests.builders import catalog, instance_type, node_class, pod_manifest, pool
 from tests.workflow.fakes import START, World, new_world, stamp
 

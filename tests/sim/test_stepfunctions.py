@@ -13,13 +13,10 @@ from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.core import telemetry
 from longshore.core.commands import DisruptionCommand, RotationRequest
 from longshore.workflow.context import WorkflowLimits
+from longshore_sim.asl import SimulatorError
 from longshore_sim.clock import VirtualClock
-from longshore_sim.stepfunctions import (
-    SimulatedWorkflows,
-    SimulatorError,
-    StepFunctionsSimulator,
-    steps_invoker,
-)
+from longshore_sim.sfn_workflows import SimulatedWorkflows, steps_invoker
+from longshore_sim.stepfunctions import StepFunctionsSimulator
 from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world, run_clock
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")

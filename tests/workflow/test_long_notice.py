@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from longshore.core.commands import DisruptionCommand
-from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
+from longshore_sim.sfn_workflows import SimulatedWorkflows, steps_invoker
+from longshore_sim.stepfunctions import StepFunctionsSimulator
 from tests.workflow.fakes import START, make_pdb, make_pod, new_world, run_clock
 
 DAY = 86_400.0

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from longshore.adapters.memory_metrics import MemoryMetricsSink
 from longshore.services.lifecycle import Lifecycle
-from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
+from longshore_sim.sfn_workflows import SimulatedWorkflows, steps_invoker
+from longshore_sim.stepfunctions import StepFunctionsSimulator
 from tests.adapters.conftest import cluster_config
 from tests.workflow.fakes import World, make_pdb, make_pod, new_world, run_clock
 

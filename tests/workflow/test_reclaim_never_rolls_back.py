@@ -11,7 +11,8 @@ starts a new attempt (`<name>-a2`) instead of being refused by the used name.
 from __future__ import annotations
 
 from longshore.core.commands import DisruptionCommand
-from longshore_sim.stepfunctions import SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
+from longshore_sim.sfn_workflows import SimulatedWorkflows, steps_invoker
+from longshore_sim.stepfunctions import StepFunctionsSimulator
 from tests.workflow.fakes import START, World, make_pdb, make_pod, new_world, run_clock
 
 NOTICE_S = 120.0

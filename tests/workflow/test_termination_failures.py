@@ -12,7 +12,9 @@ from __future__ import annotations
 import pytest
 
 from longshore.core.commands import DisruptionCommand
-from longshore_sim.stepfunctions import Execution, SimulatedWorkflows, StepFunctionsSimulator, steps_invoker
+from longshore_sim.sfn_execution import Execution
+from longshore_sim.sfn_workflows import SimulatedWorkflows, steps_invoker
+from longshore_sim.stepfunctions import StepFunctionsSimulator
 from tests.workflow.fakes import START, World, make_pod, new_world, run_clock
 
 DISRUPTED = ("karpenter.sh/disrupted", "NoSchedule")

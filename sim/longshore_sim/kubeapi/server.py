@@ -2,8 +2,7 @@
 
 Theory of operation: a stdlib `ThreadingHTTPServer` speaks HTTP/1.1 with keep-alive on 127.0.0.1 (one thread
 per connection), which is what the kubernetes client's urllib3 pool expects. Each request is parsed into a
-`Request` (group, version, resource, namespace, name, subresource, verb, query), checked against the bearer
-token when one is configured, passed through the fault injector, and dispatched to the store, `disruption`
+`Request` (`kubeapi.routing`), checked against the bearer token when one is configured, passed through the fault injector, and dispatched to the store, `disruption`
 (evictions and PDB status) or `discovery`. Errors are `ApiError`s rendered as `Status` objects; anything
 unexpected becomes a 500 Status and is kept in `server.failures` for tests to inspect.
 
@@ -34,13 +33,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from longshore_sim.kubeapi import discovery, disruption, errors, openapi, patching, tables
 from longshore_sim.kubeapi.errors import ApiError
-from longshore_sim.kubeapi.faults import FaultInjector, Route
+from longshore_sim.kubeapi.faults import FaultInjector
 from longshore_sim.kubeapi.meta import JSON, metadata, name_of
-from longshore_sim.kubeapi.resources import BY_PATH, ResourceType
+from longshore_sim.kubeapi.resources import ResourceType
+from longshore_sim.kubeapi.routing import Request, parse_request, truthy
 from longshore_sim.kubeapi.selectors import parse_field_selector, parse_label_selector, selector_from_object
 from longshore_sim.kubeapi.store import ObjectStore
 from longshore_sim.kubeapi.watchlog import WatchFilter, check_resource_version
@@ -50,27 +49,6 @@ GZIP_THRESHOLD = 128 * 1024
 """Like the API server's APIResponseCompression: bodies of 128 KiB or more are gzipped when the client asks."""
 GZIP_LEVEL = 1
 _WAKE_INTERVAL = 0.2
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A parsed REST request."""
-
-    method: str
-    rt: ResourceType | None
-    namespace: str
-    name: str
-    subresource: str
-    verb: str
-    query: dict[str, str]
-    discovery_path: str = ""
-
-    @property
-    def route(self) -> Route:
-        resource = self.rt.plural if self.rt else self.discovery_path
-        if self.subresource:
-            resource = f"{resource}/{self.subresource}"
-        return Route(resource, self.verb, self.namespace, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,68 +112,6 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
         if isinstance(error, (ConnectionResetError, BrokenPipeError, TimeoutError)):
             return
         self.state.failures.append(traceback.format_exc())
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").lower() in ("true", "1")
-
-
-def parse_request(method: str, raw_path: str) -> Request:
-    """Map a method and path to a `Request`; unknown paths raise 404."""
-    split = urlsplit(raw_path)
-    query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-    parts = [p for p in split.path.split("/") if p]
-    if (
-        parts in ([], ["version"], ["api"], ["apis"], ["healthz"], ["livez"], ["readyz"])
-        or (parts[:1] == ["apis"] and len(parts) == 2)
-        or parts[:2] == ["openapi", "v3"]
-    ):
-        return Request(method, None, "", "", "", "get", query, "/" + "/".join(parts))
-    if parts[:1] == ["api"] and len(parts) >= 2:
-        group, version, rest = "", parts[1], parts[2:]
-    elif parts[:1] == ["apis"] and len(parts) >= 3:
-        group, version, rest = parts[1], parts[2], parts[3:]
-    else:
-        raise errors.route_not_found()
-    if not rest:
-        return Request(method, None, "", "", "", "get", query, "/" + "/".join(parts))
-    legacy_watch = rest[0] == "watch"
-    if legacy_watch:
-        rest = rest[1:]
-    namespace = ""
-    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
-        namespace, rest = rest[1], rest[2:]
-    rt = BY_PATH.get((group, version, rest[0])) if rest else None
-    if rt is None or len(rest) > 3:
-        raise errors.route_not_found()
-    if namespace and not rt.namespaced:
-        raise errors.route_not_found()
-    name = rest[1] if len(rest) >= 2 else ""
-    subresource = rest[2] if len(rest) == 3 else ""
-    if subresource and subresource not in rt.subresources:
-        raise errors.route_not_found()
-    watch = legacy_watch or _truthy(query.get("watch"))
-    verb = _verb(method, bool(name), bool(subresource), watch)
-    if watch and name:
-        query["fieldSelector"] = ",".join(filter(None, [query.get("fieldSelector"), f"metadata.name={name}"]))
-        name = ""
-    return Request(method, rt, namespace, name, subresource, verb, query)
-
-
-def _verb(method: str, has_name: bool, has_sub: bool, watch: bool) -> str:
-    if method == "GET":
-        return "watch" if watch else ("get" if has_name else "list")
-    if method == "POST":
-        return "create"
-    if method == "PUT" and has_name:
-        return "update"
-    if method == "PATCH" and has_name:
-        return "patch"
-    if method == "DELETE":
-        return "delete" if has_name and not has_sub else "deletecollection"
-    raise ApiError(
-        405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"
-    )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -362,7 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
             options = body if isinstance(body, dict) else {}
             grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
             policy = options.get("propagationPolicy") or q.get("propagationPolicy")
-            if policy is None and (options.get("orphanDependents") or _truthy(q.get("orphanDependents"))):
+            if policy is None and (options.get("orphanDependents") or truthy(q.get("orphanDependents"))):
                 policy = "Orphan"
             result = store.delete(
                 rt.plural,
@@ -580,7 +496,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if rt.plural == "poddisruptionbudgets" and any(c.plural == "pods" for c in changes):
                     disruption.refresh(store, request.namespace or None)
                 store.process_due()
-            if _truthy(q.get("allowWatchBookmarks")):
+            if truthy(q.get("allowWatchBookmarks")):
                 self._chunk(
                     {
                         "type": "BOOKMARK",

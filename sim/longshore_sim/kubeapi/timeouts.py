@@ -22,7 +22,7 @@ from urllib3.exceptions import ReadTimeoutError
 
 from longshore_sim.kubeapi.errors import ApiError
 from longshore_sim.kubeapi.faults import FaultInjector
-from longshore_sim.kubeapi.server import parse_request
+from longshore_sim.kubeapi.routing import parse_request
 
 DEFAULT_READ_TIMEOUT_S = 30.0
 

@@ -72,6 +72,11 @@ def _name(obj: Manifest) -> tuple[str, str]:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def object_name(obj: Manifest) -> str:
+    """`metadata.name` ("" when absent), as the snapshot reads it."""
+    return _name(obj)[1]
+
+
 def unschedulable_condition(pod: Manifest) -> bool:
     """`PodScheduled=False` with reason `Unschedulable`: the kube-scheduler tried every node and failed."""
     status = pod.get("status")

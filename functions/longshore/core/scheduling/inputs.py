@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from longshore.core import labels as wk
 from longshore.core.catalog import Catalog
@@ -19,6 +20,9 @@ from longshore.core.model import NodeClass, NodePool, Pairs, Settings, Taint
 from longshore.core.pods import Pod
 from longshore.core.reservations import ByClass
 from longshore.core.resources import EMPTY, Resources
+
+if TYPE_CHECKING:
+    from longshore.core.scheduling.node_bases import NodeBases
 
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
@@ -70,6 +74,8 @@ class SchedulingInput:
     max_instance_types: int = 60
     #: Node class name -> its active capacity reservations (`core.reservations`), sorted by name.
     reservations: ByClass = ()
+    #: The warm container's node bases (`node_bases`): the same plan, computed from what changed.
+    bases: NodeBases | None = field(default=None, compare=False, repr=False)
 
     def usage_of(self, pool: str) -> Resources:
         if self.pool_usage is not None:

@@ -306,8 +306,7 @@ class ProvisionerService:
     ) -> PassResult:
         clock_started = time.perf_counter()
         now = self._clock.now()
-        nodes = self._cluster.list_nodes()  # nodes before pods: never over-estimate free capacity
-        pod_manifests = self._cluster.list_pods()
+        nodes, pod_manifests = self._cluster.list_nodes_and_pods()  # never over-estimates free capacity
         claims = self._store.list()
         daemonset_manifests = self._cluster.list_daemonsets()
         unavailable = self._offerings.unavailable(now)

@@ -98,7 +98,11 @@ def _solver_view(solver: SolverState) -> tuple[object, ...]:
         solver.placed,
         solver.host_anti,
         solver.domain_anti,
+        [solver._with_label(key, value) for key, value in LABELS],  # the topology index, kept or built
     )
+
+
+LABELS = (("app", "x"), ("app", "y"), ("app", "z"), ("tier", "web"), ("absent", "x"))
 
 
 def _reference(solver: SolverState) -> tuple[object, ...]:
@@ -168,13 +172,16 @@ def test_warm_snapshot_and_bases_equal_a_rebuild_after_random_changes() -> None:
                 pods = {k: copy.deepcopy(v) for k, v in pods.items()}
             node_list = [nodes[k] for k in sorted(nodes)]
             pod_list = [pods[k] for k in sorted(pods)]
-            cache.retain(pod_list)
             seen = warm.update(node_list, pod_list, CONFIG, cache)
+            listed = {(snapshot.pod_uid(m), m["metadata"]["resourceVersion"]) for m in pod_list}
+            assert set(cache._pods) <= listed  # what left the list is forgotten
             got = (seen.pending, seen.skipped_pending, seen.skipped_bound, seen.existing, seen.skipped_nodes)
             assert got == _fresh(node_list, pod_list), (seed, step)
             inp = scheduling_input((), [pool()], pool_catalog, nodes=seen.existing)
             kept = SolverState(replace(inp, bases=warm.bases))
             assert _solver_view(kept) == _solver_view(SolverState(inp)), (seed, step)
+            again = SolverState(replace(inp, bases=warm.bases))  # the same bases: indexes kept
+            assert _solver_view(again) == _solver_view(SolverState(inp)), (seed, step)
             assert ([s.free for s in kept.nodes], kept.placed) == _reference(kept), (seed, step)
         assert warm.rebuilt_nodes < len(nodes)  # the last pass rebuilt only what changed
 

@@ -310,7 +310,6 @@ class ProvisionerService:
         claims = self._store.list()
         daemonset_manifests = self._cluster.list_daemonsets()
         unavailable = self._offerings.unavailable(now)
-        self._pods.retain(pod_manifests)
         warm = warm_snapshot.shared()  # the container's: costs what changed since its last pass
         seen = warm.update(nodes, pod_manifests, self._config, self._pods)
         pending, skipped, skipped_bound = seen.pending, seen.skipped_pending, seen.skipped_bound

@@ -190,6 +190,14 @@ class PodCache:
         _BY_OBJECT[id(manifest)] = (manifest, found, key)
         return found
 
+    def forget(self, manifests: Iterable[Manifest]) -> None:
+        """Forget these pods (they left the list): `retain` at the cost of what left (`warm_snapshot`)."""
+        for manifest in manifests:
+            entry = _BY_OBJECT.get(id(manifest))
+            if entry is not None and entry[0] is manifest:
+                del _BY_OBJECT[id(manifest)]
+                self._pods.pop(entry[2], None)
+
     def retain(self, manifests: Iterable[Manifest]) -> None:
         """Forget pods that are no longer listed (keeps the memos as large as the cluster)."""
         listed = manifests if isinstance(manifests, list | tuple) else list(manifests)

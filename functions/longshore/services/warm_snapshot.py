@@ -74,12 +74,14 @@ class WarmSnapshot:
     def update(
         self, nodes: Sequence[Manifest], pods: Sequence[Manifest], config: ClusterConfig, cache: PodCache
     ) -> Snapshot:
-        """The snapshot of `nodes` and `pods` (pods parsed through `cache`)."""
+        """The snapshot of `nodes` and `pods` (pods parsed through `cache`, which forgets the pods that left
+        the list: `PodCache.retain` at the cost of what changed)."""
         with self._lock:
             positions = {id(m): index for index, m in enumerate(pods)}
             if (config is not self._config and config != self._config) or len(positions) != len(pods):
                 self._reset(config)
                 if len(positions) != len(pods):  # the same object twice: nothing to keep, a plain rebuild
+                    cache.retain(pods)
                     return self._fresh(nodes, pods, config, cache)
             dirty = self._apply_pods(pods, positions, cache)
             existing, skipped_nodes = self._existing(nodes, dirty, positions, config)
@@ -100,6 +102,7 @@ class WarmSnapshot:
         dirty: set[str] = set()
         gone = self._pods.keys() - positions.keys()
         came = positions.keys() - self._pods.keys()
+        cache.forget([self._pods[i] for i in gone])
         for i in gone:
             del self._pods[i]
             if i in self._unbound:

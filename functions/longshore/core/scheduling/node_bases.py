@@ -15,6 +15,10 @@ Rules:
   places pods) and never changes a `Placed` record, a labels dict or a domains dict.
 - In-flight nodes are never kept (their free room depends on the DaemonSets of the call).
 - `retain(nodes)` forgets the nodes not among `nodes`; the memo is as large as the cluster's nodes.
+- `label_positions(order, key)`: where the records of `order` (bases laid end to end, as the solver lays out
+  its running pods) carry each value of `key`. Kept while the solver passes the same bases in the same order
+  (compared by identity), so a pass in which no node and no bound pod changed finds the topology indexes of
+  the last one; any change builds them again.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ class NodeBases:
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[ExistingNode, NodeBase]] = {}
         self.built = 0  # bases computed (not found): what the last passes cost
+        self._order: list[NodeBase] = []
+        self._positions: dict[str, dict[str, tuple[int, ...]]] = {}
 
     def base(self, node: ExistingNode) -> NodeBase:
         if node.in_flight:
@@ -96,6 +102,24 @@ class NodeBases:
         found = node_base(node)
         self._by_id[id(node)] = (node, found)
         self.built += 1
+        return found
+
+    def label_positions(self, order: list[NodeBase], key: str) -> dict[str, tuple[int, ...]]:
+        """Value of `key` -> positions of the records with it, over `order`'s records end to end."""
+        kept = self._order
+        if len(kept) != len(order) or any(a is not b for a, b in zip(kept, order, strict=True)):
+            self._order, self._positions = list(order), {}
+        found = self._positions.get(key)
+        if found is None:
+            index: dict[str, list[int]] = {}
+            position = 0
+            for base in order:
+                for placed in base.records:
+                    value = placed.labels.get(key)
+                    if value is not None:
+                        index.setdefault(value, []).append(position)
+                    position += 1
+            found = self._positions[key] = {value: tuple(ps) for value, ps in index.items()}
         return found
 
     def retain(self, nodes: Iterable[ExistingNode]) -> None:

@@ -155,6 +155,8 @@ class SolverState:
             )
         )
         self.relaxed: list[PodClass] = []  # classes split off by a relaxation in phase 2 (`split_units`)
+        self._node_bases = [base for _, base in bases]  # their records lead `placed` (`_with_label`)
+        self._node_records = sum(len(base.records) for base in self._node_bases)
         for _, base in (*bases, *in_flight_bases):  # running pods (`by_label` is empty yet: no `record`)
             start = len(self.placed)
             self.placed.extend(base.records)
@@ -284,8 +286,13 @@ class SolverState:
         index = self.by_label.get(key)
         if index is None:
             index = self.by_label[key] = {}
-            for position, placed in enumerate(self.placed):
-                found = placed.labels.get(key)
+            start = 0
+            if self.inp.bases is not None:  # the existing nodes' part, kept by the warm container
+                kept = self.inp.bases.label_positions(self._node_bases, key)
+                index.update((found, list(positions)) for found, positions in kept.items())
+                start = self._node_records
+            for position in range(start, len(self.placed)):
+                found = self.placed[position].labels.get(key)
                 if found is not None:
                     index.setdefault(found, []).append(position)
         return index.get(value, [])

@@ -1,7 +1,8 @@
 """The warm container's snapshot (`services.warm_snapshot`) and node bases (`core.scheduling.node_bases`)
 equal a rebuild after any sequence of watch changes: pods that come, go, bind, finish, change labels or cannot
 be read; nodes that come, go, are cordoned, relabelled or report no room; relists (every object new); and the
-solver's working state built from the kept bases equals the one built from scratch."""
+solver's working state built from the kept bases equals the one built from scratch; the lifecycle's node
+observations are kept only for the same node objects."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from longshore.core.scheduling.solver_existing import could_fit_any
 from longshore.core.scheduling.solver_state import Placed, PodClass, SolverState, Unit
 from longshore.core.scheduling.templates import POD_SLOT
 from longshore.services import snapshot
+from longshore.services.lifecycle import observe, observe_all
 from longshore.services.warm_snapshot import WarmSnapshot
 from tests.builders import (
     anti_affinity,
@@ -237,3 +239,17 @@ def test_full_nodes_are_left_out_of_the_existing_phase() -> None:
 
 def _nodes(count: int) -> list[Any]:
     return [node(f"n{i}", zone=ZONES[0]) for i in range(count)]
+
+
+def test_node_observations_are_reused_only_for_the_same_objects() -> None:
+    rng = random.Random(5)
+    nodes = [_node(rng, f"n{i}") for i in range(8)]
+    first = observe_all(nodes)
+    assert first == [observe(n) for n in nodes]
+    changed = copy.deepcopy(nodes[3])
+    changed["metadata"]["labels"]["kind"] = "c"
+    changed["spec"]["taints"] = [{"key": "new", "effect": "NoSchedule"}]
+    later = [*nodes[:3], changed, *nodes[4:], _node(rng, "n9")]
+    again = observe_all(later)
+    assert again == [observe(n) for n in later]
+    assert all(a is b for a, b in zip(first[:3], again[:3], strict=True))  # unchanged objects: kept

@@ -11,6 +11,8 @@ import random
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from longshore.core import labels as wk
 from longshore.core.model import ClusterConfig, Taint
 from longshore.core.requirements import Requirements
@@ -253,3 +255,17 @@ def test_node_observations_are_reused_only_for_the_same_objects() -> None:
     again = observe_all(later)
     assert again == [observe(n) for n in later]
     assert all(a is b for a, b in zip(first[:3], again[:3], strict=True))  # unchanged objects: kept
+
+
+def test_an_update_that_raises_half_way_leaves_nothing_behind() -> None:
+    rng = random.Random(11)
+    nodes = [_node(rng, f"n{i}") for i in range(4)]
+    pods = [_pod(rng, f"p{i}", ["n0", "n1"]) for i in range(20)]
+    warm, cache = WarmSnapshot(), snapshot.PodCache()
+    warm.update(nodes, pods, CONFIG, cache)
+    broken = {"metadata": {"name": "zz", "namespace": "default"}, "spec": ["not", "a", "mapping"]}
+    with pytest.raises(AttributeError):  # as `snapshot.bound_pods` raises on it
+        warm.update(nodes, [*pods, broken], CONFIG, cache)
+    again = warm.update(nodes, pods, CONFIG, cache)
+    fresh = _fresh(nodes, pods)
+    assert (again.pending, again.existing, again.skipped_nodes) == (fresh[0], fresh[3], fresh[4])

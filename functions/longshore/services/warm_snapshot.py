@@ -16,7 +16,8 @@ Rules:
 - What `update` returns equals what the three `snapshot` functions return for the same lists (same values,
   same order): `tests/provisioning/test_warm_snapshot.py` applies random changes and compares with a rebuild.
 - The previous lists' objects are kept alive until the next update, so an id never stands for another object.
-  A list holding the same object twice, or another `ClusterConfig`, is answered by a rebuild.
+  A list holding the same object twice, or another `ClusterConfig`, is answered by a rebuild; an update that
+  raises half way (a malformed object the rebuild would also raise on) leaves the snapshot empty.
 - Listed objects are read-only (the watch cache's rule): an object changed in place would not be seen.
 - Not state: a cold container starts empty, and an empty or reset snapshot is only a rebuild.
 """
@@ -83,8 +84,12 @@ class WarmSnapshot:
                 if len(positions) != len(pods):  # the same object twice: nothing to keep, a plain rebuild
                     cache.retain(pods)
                     return self._fresh(nodes, pods, config, cache)
-            dirty = self._apply_pods(pods, positions, cache)
-            existing, skipped_nodes = self._existing(nodes, dirty, positions, config)
+            try:
+                dirty = self._apply_pods(pods, positions, cache)
+                existing, skipped_nodes = self._existing(nodes, dirty, positions, config)
+            except BaseException:  # half applied: the next update rebuilds, then raises as a rebuild would
+                self._reset(None)
+                raise
             self.bases.retain(existing)
             unbound = [pods[positions[i]] for i in sorted(self._unbound, key=positions.__getitem__)]
             pending, skipped_pending = snapshot.pending_pods(unbound, cache)

@@ -135,6 +135,9 @@ class FakeCluster:
         with self._lock:
             return [copy.deepcopy(n) for n in self.nodes.values()]
 
+    def list_nodes_and_pods(self) -> tuple[list[Manifest], list[Manifest]]:
+        return self.list_nodes(), self.list_pods()
+
     def get_node(self, name: str) -> Manifest | None:
         with self._lock:
             self._maybe_fail("get_node")

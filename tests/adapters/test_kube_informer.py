@@ -3,20 +3,23 @@
 Matrix: the first read lists, later reads apply only what changed (added, modified, deleted pods and nodes)
 in the API server's order and read far fewer bytes than a list; a version older than the server keeps gets
 410 Gone and a relist; a version from another server (too large) relists; reads by node or selector never
-come from the cache; the container-wide cache is one per endpoint.
+come from the cache; the container-wide cache is one per endpoint; nodes and pods caught up together end with
+the pods as current as the nodes, and an error of either read reaches the caller.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from bench.scale_objects import node, pod
+from kubernetes.client.exceptions import ApiException
 
 from longshore.adapters.kube.cluster import KubeCluster, new_cache
-from longshore.adapters.kube.informer import ClusterCache, shared_cache
+from longshore.adapters.kube.informer import ClusterCache, WatchedList, read_together, shared_cache
 from longshore_sim.kubeapi import KubeApiEmulator
 
 
@@ -128,3 +131,63 @@ def test_one_shared_cache_per_endpoint() -> None:
     first = shared_cache("https://a.example", new_cache)
     assert shared_cache("https://a.example", new_cache) is first
     assert shared_cache("https://b.example", new_cache) is not first
+
+
+def test_nodes_and_pods_are_caught_up_together(
+    emulator: KubeApiEmulator, kube: KubeCluster, cache: ClusterCache
+) -> None:
+    emulator.store.create("nodes", node(0), None, keep_status=True)
+    _seed(emulator, 0, 4, node(0)["metadata"]["name"])
+    nodes, pods = kube.list_nodes_and_pods()  # cold: both list
+    assert len(nodes) == 1 and _names(pods) == _server_names(emulator, "pods")
+    emulator.store.create("nodes", node(1), None, keep_status=True)
+    _seed(emulator, 4, 3, node(1)["metadata"]["name"])
+    nodes, pods = kube.list_nodes_and_pods()  # warm: both watch, at once
+    assert _names(nodes) == _server_names(emulator, "nodes")
+    assert _names(pods) == _server_names(emulator, "pods")
+    assert cache.pods.read_at >= cache.nodes.read_at  # the pods as current as the nodes
+    assert (cache.nodes.relists, cache.pods.relists) == (1, 1)
+
+
+def _listed(names: list[str], log: list[str], tag: str, before: Any = None) -> tuple[Any, Any]:
+    def lister() -> tuple[list[dict[str, Any]], str]:
+        if before is not None:
+            before()
+        log.append(tag)
+        return [{"metadata": {"name": n}} for n in names], "1"
+
+    def gone(*_: Any) -> Any:  # a watch of these kinds always relists
+        raise ApiException(status=410)
+
+    return lister, gone
+
+
+def test_read_together_reads_the_second_kind_again_when_it_ended_first() -> None:
+    log: list[str] = []
+    nodes_kind, pods_kind = WatchedList(dict), WatchedList(dict)
+
+    def after_the_pods() -> None:  # the nodes' read ends only once the pods' read has ended
+        for _ in range(500):
+            if pods_kind.read_at:
+                return
+            time.sleep(0.01)
+
+    nodes, pods = read_together(
+        nodes_kind, _listed(["n"], log, "nodes", after_the_pods), pods_kind, _listed(["p"], log, "pods")
+    )
+    assert (_names(nodes), _names(pods)) == (["n"], ["p"])
+    assert log == ["pods", "nodes", "pods"] and pods_kind.read_at >= nodes_kind.read_at
+
+
+def test_read_together_raises_what_the_first_read_raised() -> None:
+    def broken() -> None:
+        raise RuntimeError("no nodes")
+
+    log: list[str] = []
+    with pytest.raises(RuntimeError, match="no nodes"):
+        read_together(
+            WatchedList(dict),
+            _listed([], log, "nodes", broken),
+            WatchedList(dict),
+            _listed(["p"], log, "pods"),
+        )

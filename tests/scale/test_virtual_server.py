@@ -103,7 +103,9 @@ def test_the_fleet_bench_launches_every_pod_of_a_batch_in_the_full_cluster(
         found = bench.batch()
         assert found["status"] == "planned" and found["pending"] == 100 and "failed" not in found
         assert len(found["latencies_s"]) == 100 and found["claims"] >= 1
-        assert found["batch_window_s"] == 1.0 and found["watch_waits_s"] == pytest.approx(0.3)
+        # the lifecycle's catch-up of nodes, then the plan's of nodes and pods at once (`read_together`),
+        # which waits once more only when the pods had to be caught up again after the nodes
+        assert found["batch_window_s"] == 1.0 and round(found["watch_waits_s"], 6) in (0.2, 0.3)
         fixed = found["batch_window_s"] + found["watch_waits_s"]
         assert all(fixed <= s <= found["pass_s"] for s in found["latencies_s"])
     assert cluster.refused == []

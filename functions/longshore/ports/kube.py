@@ -103,6 +103,11 @@ class Cluster(Protocol):
 
     def list_nodes(self, *, label_selector: str | None = None) -> list[Manifest]: ...
 
+    def list_nodes_and_pods(self) -> tuple[list[Manifest], list[Manifest]]:
+        """`list_nodes()` then `list_pods()`: every pod as current as the nodes or more (a pod bound to a listed
+        node is listed), so free room is never over-estimated. An adapter may read both at once."""
+        ...
+
     def get_node(self, name: str) -> Manifest | None:
         """The node, or None when it does not exist."""
         ...

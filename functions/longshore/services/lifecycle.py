@@ -130,6 +130,27 @@ def observe(node: Mapping[str, Any]) -> NodeObservation:
     )
 
 
+_OBSERVED: dict[int, tuple[Mapping[str, Any], NodeObservation]] = {}
+"""The last pass's observations by node object identity (each entry keeps its object alive): the watch cache
+hands back the same dict for a node that did not change, so a warm pass observes only the nodes that did."""
+
+
+def observe_all(nodes: Iterable[Mapping[str, Any]]) -> list[NodeObservation]:
+    """`observe` of each node, reusing the last pass's for the same objects (listed objects are read-only)."""
+    global _OBSERVED
+    kept = _OBSERVED
+    seen: dict[int, tuple[Mapping[str, Any], NodeObservation]] = {}
+    observed: list[NodeObservation] = []
+    for node in nodes:
+        entry = kept.get(id(node))
+        if entry is None or entry[0] is not node:
+            entry = (node, observe(node))
+        seen[id(node)] = entry
+        observed.append(entry[1])
+    _OBSERVED = seen  # what is no longer listed is forgotten
+    return observed
+
+
 def _startup_taints(config: ClusterConfig, claim: NodeClaim) -> tuple[Taint, ...]:
     try:
         return config.pool(claim.nodepool).startup_taints
@@ -178,7 +199,7 @@ class Lifecycle:
     ) -> LifecycleOutcome:
         """One pass over every claim; `check_cloud=False` skips EC2 (no adoption, loss or orphan checks) when
         `needs_cloud` says no decision depends on it."""
-        observed = [observe(n) for n in nodes]
+        observed = observe_all(nodes)
         node_by_instance = {instance_id_of(n.provider_id): n for n in observed if n.provider_id}
         current = tuple(claims) if claims is not None else self._store.list()
         owned = self._instances.list_owned() if check_cloud else ()

@@ -14,6 +14,9 @@ clock and a metrics sink):
    mirror or nominated) and wait, on the injected clock, until they stop arriving (1 s idle) or 10 s pass.
 4. *Snapshot.* Nodes first, then pods, so capacity is never over-estimated; claims from the store (those
    still in flight count as capacity); DaemonSet templates; the offerings marked unavailable (ICE cache).
+   The pods and nodes go through the container's `services.warm_snapshot`, which parses and rebuilds only
+   what changed since its last pass and keeps each unchanged node's free room and topology records for the
+   solver (`core.scheduling.node_bases`); what it returns equals a rebuild.
 5. *Plan.* `core.scheduling.solve` places pods on existing nodes, then in-flight claims, then new claims at
    least cost. Pods nothing can hold get a `FailedScheduling` Event with the engine's reason
    (`services.provisioner_events`); the pass goes on.
@@ -54,7 +57,7 @@ from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
-from longshore.services import buffer_pods, snapshot
+from longshore.services import buffer_pods, snapshot, warm_snapshot
 from longshore.services.batching import collect_batch
 from longshore.services.buffer_status import BufferReporter, BufferStatusWriter
 from longshore.services.launch_requests import launch_request
@@ -315,15 +318,14 @@ class ProvisionerService:
     ) -> PassResult:
         clock_started = time.perf_counter()
         now = self._clock.now()
-        nodes = self._cluster.list_nodes()  # nodes before pods: never over-estimate free capacity
-        pod_manifests = self._cluster.list_pods()
+        nodes, pod_manifests = self._cluster.list_nodes_and_pods()  # never over-estimates free capacity
         claims = self._store.list()
         daemonset_manifests = self._cluster.list_daemonsets()
         unavailable = self._offerings.unavailable(now)
-        self._pods.retain(pod_manifests)
-        pending, skipped = snapshot.pending_pods(pod_manifests, self._pods)
-        bound, skipped_bound = snapshot.bound_pods(pod_manifests, self._pods)
-        existing, skipped_nodes = snapshot.existing_nodes(nodes, bound, self._config)
+        warm = warm_snapshot.shared()  # the container's: costs what changed since its last pass
+        seen = warm.update(nodes, pod_manifests, self._config, self._pods)
+        pending, skipped, skipped_bound = seen.pending, seen.skipped_pending, seen.skipped_bound
+        existing, skipped_nodes = seen.existing, seen.skipped_nodes
         catalog = self._catalog()
         in_flight = snapshot.in_flight_nodes(
             claims, (snapshot.provider_id_of(n) for n in nodes), catalog, self._config
@@ -342,6 +344,7 @@ class ProvisionerService:
                 settings=self._config.settings,
                 reservations=reservations_by_class(self._reservations, self._config, now),
                 placement_groups=groups_by_class(self._placement_groups, self._config),
+                bases=warm.bases,
             ),
             buffer_pods.virtual_pods(buffers.resolved),
         )

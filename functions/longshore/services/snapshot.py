@@ -72,6 +72,11 @@ def _name(obj: Manifest) -> tuple[str, str]:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def object_name(obj: Manifest) -> str:
+    """`metadata.name` ("" when absent), as the snapshot reads it."""
+    return _name(obj)[1]
+
+
 def unschedulable_condition(pod: Manifest) -> bool:
     """`PodScheduled=False` with reason `Unschedulable`: the kube-scheduler tried every node and failed."""
     status = pod.get("status")
@@ -184,6 +189,14 @@ class PodCache:
             found = self._pods[key] = shared_parts(parse_pod(manifest))
         _BY_OBJECT[id(manifest)] = (manifest, found, key)
         return found
+
+    def forget(self, manifests: Iterable[Manifest]) -> None:
+        """Forget these pods (they left the list): `retain` at the cost of what left (`warm_snapshot`)."""
+        for manifest in manifests:
+            entry = _BY_OBJECT.get(id(manifest))
+            if entry is not None and entry[0] is manifest:
+                del _BY_OBJECT[id(manifest)]
+                self._pods.pop(entry[2], None)
 
     def retain(self, manifests: Iterable[Manifest]) -> None:
         """Forget pods that are no longer listed (keeps the memos as large as the cluster)."""

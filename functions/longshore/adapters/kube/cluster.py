@@ -29,7 +29,7 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from longshore.adapters.kube.decode import compact_node, compact_pod
-from longshore.adapters.kube.informer import ClusterCache, WatchedList
+from longshore.adapters.kube.informer import ClusterCache, Lister, WatchedList, Watcher, read_together
 from longshore.adapters.kube.retry import (
     CallBudget,
     RetryPolicy,
@@ -156,6 +156,9 @@ class KubeCluster:
     # -- reads --------------------------------------------------------------------------------------------
 
     def _cached(self, kind: WatchedList, what: str, fn: Callable[..., Any]) -> list[Manifest]:
+        return kind.read(*self._sources(kind, what, fn))
+
+    def _sources(self, kind: WatchedList, what: str, fn: Callable[..., Any]) -> tuple[Lister, Watcher]:
         def lister() -> tuple[list[Manifest], str]:
             return self._list_versioned(what, fn, kind.compact)
 
@@ -169,7 +172,7 @@ class KubeCluster:
                 _request_timeout=self._timeout((REQUEST_TIMEOUT[0], quiet_s)),
             )
 
-        return kind.read(lister, watcher)
+        return lister, watcher
 
     def list_pods(self, *, node_name: str | None = None, label_selector: str | None = None) -> list[Manifest]:
         if self._cache is not None and node_name is None and label_selector is None:
@@ -204,6 +207,17 @@ class KubeCluster:
         if self._cache is not None and label_selector is None:
             return self._cached(self._cache.nodes, "list nodes", self._core.list_node)
         return self._list("list nodes", self._core.list_node, compact_node, label_selector=label_selector)
+
+    def list_nodes_and_pods(self) -> tuple[list[Manifest], list[Manifest]]:
+        if self._cache is None:
+            return self.list_nodes(), self.list_pods()
+        core = self._core
+        return read_together(
+            self._cache.nodes,
+            self._sources(self._cache.nodes, "list nodes", core.list_node),
+            self._cache.pods,
+            self._sources(self._cache.pods, "list pods", core.list_pod_for_all_namespaces),
+        )
 
     def get_node(self, name: str) -> Manifest | None:
         response = self._absent_is_none(

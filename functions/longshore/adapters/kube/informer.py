@@ -18,6 +18,9 @@ Rules:
   and everything the drain acts on go to the API server, so no eviction or node deletion rests on the cache
   (the drain re-reads the node and the pods on it before it acts, and evictions go through the API server's
   PodDisruptionBudget check).
+- `read_together` catches two kinds up at once (one quiet wait for both, as client-go's informers run side
+  by side) and keeps the order a pass relies on: the second kind's catch-up ends after the first's, as if
+  read after it; when it ended first it catches up again.
 - Objects are kept in the order the API server lists them (namespace, then name).
 - The cache is an optimisation of the warm container, never state: a cold container starts with a list, and
   no decision needs anything the cache alone remembers.
@@ -70,6 +73,8 @@ class WatchedList:
     items: dict[Key, Manifest] = field(default_factory=dict)
     version: str | None = None
     relists: int = 0
+    catch_ups: int = 0  # watches read (a quiet wait each, unless `read_together` shares it)
+    read_at: float = 0.0  # time.monotonic() when the last read ended
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def read(self, lister: Lister, watcher: Watcher) -> list[Manifest]:
@@ -85,9 +90,11 @@ class WatchedList:
                 self.items = {_key(obj): obj for obj in items}
                 self.version = version or None
                 self.relists += 1
+            self.read_at = time.monotonic()
             return list(self.items.values())
 
     def _catch_up(self, watcher: Watcher, version: str) -> None:
+        self.catch_ups += 1
         try:
             response = watcher(version, self.quiet_s, self.max_s)
         except (ApiException, HTTPError, OSError) as error:  # 410, 504 too large, or no connection
@@ -126,6 +133,32 @@ class WatchedList:
         if version:
             self.version = version
         return added
+
+
+def read_together(
+    first: WatchedList,
+    first_from: tuple[Lister, Watcher],
+    then: WatchedList,
+    then_from: tuple[Lister, Watcher],
+) -> tuple[list[Manifest], list[Manifest]]:
+    """`first.read(...)` then `then.read(...)`, the two catch-ups at once (see the module docstring)."""
+    found: dict[str, Any] = {}
+
+    def read_first() -> None:
+        try:
+            found["items"] = first.read(*first_from)
+        except BaseException as error:  # handed to the caller below
+            found["error"] = error
+
+    worker = threading.Thread(target=read_first, name="read-together", daemon=True)
+    worker.start()
+    second = then.read(*then_from)
+    worker.join()
+    if "error" in found:
+        raise found["error"]
+    if then.read_at < first.read_at:  # ended before the first kind's catch-up: read after it
+        second = then.read(*then_from)
+    return found["items"], second
 
 
 @dataclass

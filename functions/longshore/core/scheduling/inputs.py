@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from longshore.core import labels as wk
 from longshore.core.catalog import Catalog
@@ -20,6 +21,9 @@ from longshore.core.placement_groups import ByClass as PlacementByClass
 from longshore.core.pods import Pod
 from longshore.core.reservations import ByClass
 from longshore.core.resources import EMPTY, Resources
+
+if TYPE_CHECKING:
+    from longshore.core.scheduling.node_bases import NodeBases
 
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
@@ -73,6 +77,8 @@ class SchedulingInput:
     reservations: ByClass = ()
     #: Node class name -> the placement group it selected (`core.placement_groups`), sorted by name.
     placement_groups: PlacementByClass = ()
+    #: The warm container's node bases (`node_bases`): the same plan, computed from what changed.
+    bases: NodeBases | None = field(default=None, compare=False, repr=False)
 
     def usage_of(self, pool: str) -> Resources:
         if self.pool_usage is not None:

@@ -85,7 +85,28 @@ def _node_room(solver: SolverState, state: NodeState, unit: Unit) -> int:
     return max(limit, 0)
 
 
+def could_fit_any(units: list[Unit], states: list[NodeState]) -> list[NodeState]:
+    """The states (in order) with room for the smallest request of `units` in every resource: on the others
+    no unit's pod fits (a unit's pod asks at least the smallest request of each resource), and placing only
+    takes room, so they stay out for the whole phase. Most nodes of a big cluster are full: the batch is
+    tried on the nodes that could take some of it, not on every node."""
+    least: dict[str, int] = {}
+    for index, unit in enumerate(u for u in units if u.pods):
+        asked = {name: amount for name, amount in unit.cls.requests.items if amount > 0}
+        if index == 0:
+            least = asked
+        else:
+            least = {name: min(amount, asked[name]) for name, amount in least.items() if name in asked}
+        if not least:
+            return states
+    if not least:
+        return []
+    floor = list(least.items())
+    return [s for s in states if all(s.free.get(name, 0) >= amount for name, amount in floor)]
+
+
 def place_on_nodes(solver: SolverState, units: list[Unit], states: list[NodeState]) -> None:
+    states = could_fit_any(units, states)
     for unit in units:
         asked = [(name, amount) for name, amount in unit.cls.requests.items if amount > 0]
         for state in states:

@@ -14,10 +14,12 @@ from longshore.core.requirements import RequirementError, Requirements
 from longshore.core.reservations import without_refused
 from longshore.core.resources import Resources
 from longshore.core.scheduling.inputs import ExistingNode, SchedulingInput
+from longshore.core.scheduling.node_bases import NodeBase, node_base
+from longshore.core.scheduling.node_bases import Placed as Placed
 from longshore.core.scheduling.plan import ClaimPlan, OfferingOption
 from longshore.core.scheduling.podreqs import Variant, node_requirement_terms
 from longshore.core.scheduling.templates import POD_SLOT, build_templates
-from longshore.core.taints import scheduling_taints, tolerates
+from longshore.core.taints import tolerates
 
 HOSTNAME = wk.HOSTNAME
 PACK_DIMS = ("cpu", "memory", "pods")
@@ -59,17 +61,6 @@ class NodeState:
     pods: list[Pod]
     taints: tuple[Taint, ...]
     placed: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Placed:
-    """A pod (or many identical ones) the plan put somewhere, for topology counting."""
-
-    labels: dict[str, str]
-    namespace: str
-    domains: dict[str, str]  # topology key -> value (hostname included when known)
-    count: int
-    anti_affinity: tuple[PodAffinityTerm, ...] = ()
 
 
 @dataclass(slots=True)
@@ -139,8 +130,10 @@ class SolverState:
             inp.placement_groups,
         )
         self.prefer_no_schedule = any(t.effect == "PreferNoSchedule" for p in inp.pools for t in p.taints)
-        self.nodes = [self.node_state(n) for n in self.ordered(inp.nodes)]
-        self.in_flight = [self.node_state(n) for n in self.ordered(inp.in_flight)]
+        bases = [self.base(n) for n in self.ordered(inp.nodes)]
+        in_flight_bases = [self.base(n) for n in self.ordered(inp.in_flight)]
+        self.nodes = [self.node_state(node, base) for node, base in bases]
+        self.in_flight = [self.node_state(node, base) for node, base in in_flight_bases]
         self.placed: list[Placed] = []
         # label key -> value -> positions in `placed` (increasing), built for a key at its first anchored tally
         self.by_label: dict[str, dict[str, list[int]]] = {}
@@ -168,18 +161,13 @@ class SolverState:
             )
         )
         self.relaxed: list[PodClass] = []  # classes split off by a relaxation in phase 2 (`split_units`)
-        for state in (*self.nodes, *self.in_flight):
-            for pod in state.pods:
-                if pod.counts_for_topology():
-                    self.record(
-                        Placed(
-                            pod.label_map(),
-                            pod.namespace,
-                            {**state.labels, HOSTNAME: state.node.name},
-                            1,
-                            pod.pod_anti_affinity,
-                        )
-                    )
+        self._node_bases = [base for _, base in bases]  # their records lead `placed` (`_with_label`)
+        self._node_records = sum(len(base.records) for base in self._node_bases)
+        for _, base in (*bases, *in_flight_bases):  # running pods (`by_label` is empty yet: no `record`)
+            start = len(self.placed)
+            self.placed.extend(base.records)
+            for index in base.anti:
+                self._index_anti(start + index, base.records[index])
         self.unschedulable: list[tuple[str, str]] = []
         self.claims: list[ClaimPlan] = []
         self.claim_counter: dict[str, int] = {}
@@ -203,46 +191,44 @@ class SolverState:
     def record(self, placed: Placed) -> None:
         """Remember a placement for topology counting, and index its anti-affinity terms by kind."""
         if placed.anti_affinity:
-            if any(term.topology_key == HOSTNAME for term in placed.anti_affinity):
-                host = placed.domains.get(HOSTNAME)
-                if host is not None:
-                    self.host_anti.setdefault(host, []).append(placed)
-            if any(term.topology_key != HOSTNAME for term in placed.anti_affinity):
-                self.domain_anti.append((len(self.placed), placed))
+            self._index_anti(len(self.placed), placed)
         for key, positions in self.by_label.items():
             value = placed.labels.get(key)
             if value is not None:
                 positions.setdefault(value, []).append(len(self.placed))
         self.placed.append(placed)
 
+    def _index_anti(self, position: int, placed: Placed) -> None:
+        if any(term.topology_key == HOSTNAME for term in placed.anti_affinity):
+            host = placed.domains.get(HOSTNAME)
+            if host is not None:
+                self.host_anti.setdefault(host, []).append(placed)
+        if any(term.topology_key != HOSTNAME for term in placed.anti_affinity):
+            self.domain_anti.append((position, placed))
+
     @staticmethod
     def ordered(nodes: Iterable[ExistingNode]) -> list[ExistingNode]:
         return sorted((n for n in nodes if not n.deleting), key=lambda n: (not n.initialized, n.name))
 
-    def node_state(self, node: ExistingNode) -> NodeState:
-        used: dict[str, int] = {}
-        pods = [p for p in node.pods if not p.is_terminal]
-        for pod in pods:  # each pod's requests and its slot, summed without a `Resources` per pod
-            for name, amount in pod.requests.items:
-                used[name] = used.get(name, 0) + amount
-        for name, amount in POD_SLOT.items:
-            if pods:
-                used[name] = used.get(name, 0) + amount * len(pods)
-        if node.in_flight and not any(p.is_daemonset for p in pods):
+    def base(self, node: ExistingNode) -> tuple[ExistingNode, NodeBase]:
+        """The node and its base (`node_bases`; kept by `inp.bases` across the passes of a warm container)."""
+        bases = self.inp.bases
+        return node, (bases.base(node) if bases is not None else node_base(node))
+
+    def node_state(self, node: ExistingNode, base: NodeBase) -> NodeState:
+        """The node's working state: its base with copies of what placing changes; an in-flight node also
+        loses the room of the DaemonSets that will land there."""
+        free = dict(base.free)
+        if node.in_flight and not any(p.is_daemonset for p in base.pods):
             labels = dict(node.labels)
             for daemon in self.inp.daemonsets:
                 if tolerates(
                     daemon.tolerations, node.taints, ignore_prefer_no_schedule=True
                 ) and daemon_matches(daemon, labels):
                     for name, amount in (daemon.requests + POD_SLOT).items:
-                        used[name] = used.get(name, 0) + amount
-        free = {name: amount - used.get(name, 0) for name, amount in node.allocatable.items}
-        taints = scheduling_taints(
-            node.taints, node.startup_taints, initialized=node.initialized and not node.in_flight
-        )
-        labels = dict(node.labels)
-        labels.setdefault(HOSTNAME, node.name)
-        return NodeState(node, labels, free, pods, taints)
+                        if name in free:
+                            free[name] -= amount
+        return NodeState(node, base.labels, free, list(base.pods), base.taints)
 
     def pod_classes(self) -> list[PodClass]:
         groups: dict[Pod, list[Pod]] = {}
@@ -306,8 +292,13 @@ class SolverState:
         index = self.by_label.get(key)
         if index is None:
             index = self.by_label[key] = {}
-            for position, placed in enumerate(self.placed):
-                found = placed.labels.get(key)
+            start = 0
+            if self.inp.bases is not None:  # the existing nodes' part, kept by the warm container
+                kept = self.inp.bases.label_positions(self._node_bases, key)
+                index.update((found, list(positions)) for found, positions in kept.items())
+                start = self._node_records
+            for position in range(start, len(self.placed)):
+                found = self.placed[position].labels.get(key)
                 if found is not None:
                     index.setdefault(found, []).append(position)
         return index.get(value, [])

@@ -1,0 +1,131 @@
+"""What the solver derives from one existing node, kept for the passes of a warm container.
+
+Theory of operation: every solve starts by turning each existing node into its working state (labels with
+the hostname, free room = allocatable minus the requests and pod slots of its pods, the taints that count for
+scheduling) and by recording every running pod for topology counting (`solver_state.Placed`: the pod's labels
+and namespace, the node's domains, its anti-affinity terms). In a cluster of 150,000 pods that is most of a
+pass, and almost none of it changes between passes. `NodeBases` keeps it per `ExistingNode` object: the caller
+(`services.warm_snapshot`) hands the solver the same `ExistingNode` for a node whose object and pods did not
+change, and a new one for a node that did, so the view follows the watch's changes and costs what changed.
+
+Rules:
+- `base(node)` is a pure function of the node (`node_base`); the memo is by object identity, and each entry
+  keeps its node alive, so an id is never another node's. A hit returns exactly what `node_base` would.
+- A base is read-only: the solver copies `free` and `pods` into its own `NodeState` (they change as it
+  places pods) and never changes a `Placed` record, a labels dict or a domains dict.
+- In-flight nodes are never kept (their free room depends on the DaemonSets of the call).
+- `retain(nodes)` forgets the nodes not among `nodes`; the memo is as large as the cluster's nodes.
+- `label_positions(order, key)`: where the records of `order` (bases laid end to end, as the solver lays out
+  its running pods) carry each value of `key`. Kept while the solver passes the same bases in the same order
+  (compared by identity), so a pass in which no node and no bound pod changed finds the topology indexes of
+  the last one; any change builds them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from longshore.core import labels as wk
+from longshore.core.model import Taint
+from longshore.core.pods import Pod, PodAffinityTerm
+from longshore.core.scheduling.inputs import ExistingNode
+from longshore.core.scheduling.templates import POD_SLOT
+from longshore.core.taints import scheduling_taints
+
+
+@dataclass(slots=True)
+class Placed:
+    """A pod (or many identical ones) the plan put somewhere, for topology counting. Never changed once made:
+    the records of running pods are shared by the passes of a warm container (`NodeBase.records`)."""
+
+    labels: dict[str, str]
+    namespace: str
+    domains: dict[str, str]  # topology key -> value (hostname included when known)
+    count: int
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBase:
+    """An existing node as a solve starts from it (see the module docstring); read-only."""
+
+    labels: dict[str, str]
+    free: dict[str, int]
+    pods: tuple[Pod, ...]
+    taints: tuple[Taint, ...]
+    records: tuple[Placed, ...]  # the live pods that count for topology, in `pods` order
+    anti: tuple[int, ...]  # positions in `records` of those with anti-affinity terms
+
+
+def node_base(node: ExistingNode) -> NodeBase:
+    """The node's labels (hostname set), free room, live pods, scheduling taints and topology records."""
+    used: dict[str, int] = {}
+    pods = tuple(p for p in node.pods if not p.is_terminal)
+    for pod in pods:  # each pod's requests and its slot, summed without a `Resources` per pod
+        for name, amount in pod.requests.items:
+            used[name] = used.get(name, 0) + amount
+    for name, amount in POD_SLOT.items:
+        if pods:
+            used[name] = used.get(name, 0) + amount * len(pods)
+    free = {name: amount - used.get(name, 0) for name, amount in node.allocatable.items}
+    taints = scheduling_taints(
+        node.taints, node.startup_taints, initialized=node.initialized and not node.in_flight
+    )
+    labels = dict(node.labels)
+    labels.setdefault(wk.HOSTNAME, node.name)
+    domains = {**labels, wk.HOSTNAME: node.name}
+    records = tuple(
+        Placed(pod.label_map(), pod.namespace, domains, 1, pod.pod_anti_affinity)
+        for pod in pods
+        if pod.counts_for_topology()
+    )
+    anti = tuple(index for index, placed in enumerate(records) if placed.anti_affinity)
+    return NodeBase(labels, free, pods, taints, records, anti)
+
+
+class NodeBases:
+    """`node_base` memoised by `ExistingNode` identity for a warm container (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[ExistingNode, NodeBase]] = {}
+        self.built = 0  # bases computed (not found): what the last passes cost
+        self._order: list[NodeBase] = []
+        self._positions: dict[str, dict[str, tuple[int, ...]]] = {}
+
+    def base(self, node: ExistingNode) -> NodeBase:
+        if node.in_flight:
+            return node_base(node)
+        entry = self._by_id.get(id(node))
+        if entry is not None and entry[0] is node:
+            return entry[1]
+        found = node_base(node)
+        self._by_id[id(node)] = (node, found)
+        self.built += 1
+        return found
+
+    def label_positions(self, order: list[NodeBase], key: str) -> dict[str, tuple[int, ...]]:
+        """Value of `key` -> positions of the records with it, over `order`'s records end to end."""
+        kept = self._order
+        if len(kept) != len(order) or any(a is not b for a, b in zip(kept, order, strict=True)):
+            self._order, self._positions = list(order), {}
+        found = self._positions.get(key)
+        if found is None:
+            index: dict[str, list[int]] = {}
+            position = 0
+            for base in order:
+                for placed in base.records:
+                    value = placed.labels.get(key)
+                    if value is not None:
+                        index.setdefault(value, []).append(position)
+                    position += 1
+            found = self._positions[key] = {value: tuple(ps) for value, ps in index.items()}
+        return found
+
+    def retain(self, nodes: Iterable[ExistingNode]) -> None:
+        keep = {id(n) for n in nodes}
+        for stale in [k for k in self._by_id if k not in keep]:
+            del self._by_id[stale]
+
+    def __len__(self) -> int:
+        return len(self._by_id)

@@ -17,10 +17,22 @@ Rules:
   aliases (`Meta`), or a picker other than moto's default one, goes through moto's picker unchanged.
 - The method names of a response class are kept per class and recomputed when a class of its MRO gains or
   loses an attribute.
+- A request is routed as moto routes it (`BotocoreStubber.process_request`): the first service whose URL
+  pattern matches the URL without its query, then the first URL of that service's backend that matches it.
+  Both are functions of that URL and of moto's static URL tables (`backend_index.backend_url_patterns`, the
+  backend class's `url_bases` and `url_paths`), so the pattern found for a URL is kept, and so is each backend
+  class's URL table (`backend.urls`, which moto otherwise rebuilds and scans, compiling every pattern, at every
+  request): ~175 regex matches and a rebuilt table less per call. Passthrough and whitelist checks, the backend
+  lookup and the handler's call are moto's own, at every request.
 - `session(region)` is a boto3 session like any other except that its botocore loader shares the process's
   cache of loaded data files (service models, endpoints, ...), which every new session otherwise reads and
   decodes again: the world of each seed makes one, and ~20 clients. The cache is shared only between loaders
   with the same search paths, so a session never sees a file another search path would not have found.
+  Its clients of the services every pass calls (`UNSIGNED_SERVICES`) send their requests unsigned (botocore's
+  `choose-signer` event): moto checks no signature, and finds the account and region of an unsigned request
+  where it finds a signed one's (the default account, the region in the endpoint's host), so the answers are
+  the same and SigV4 (a sixth of a call's CPU) is skipped. The calls, their parameters and their answers are
+  what they were; STS, whose presigned URL is the EKS token, stays signed.
 - `install()` is idempotent and does nothing on a moto version other than the pinned one (`PINNED`), whose
   serializer this was read from; `tests/sim/test_moto_speed.py` checks that answers are byte for byte moto's.
 """
@@ -31,9 +43,14 @@ from collections.abc import Callable
 from typing import Any
 
 PINNED = "5.2.5"
+UNSIGNED_SERVICES = ("dynamodb", "ssm", "ec2", "sqs")  # the calls of every pass; never STS (the EKS token)
 _installed = False
 _original: Any = None
 _loaded: dict[tuple[str, ...], dict[Any, Any]] = {}
+_original_route: Any = None
+_service_of_url: dict[str, str | None] = {}  # URL without query -> the first service whose pattern matches
+_urls_of: dict[tuple[type, tuple[str, ...], bool], dict[str, Any]] = {}  # (class, url_bases, iso) -> .urls
+_handler_key: dict[tuple[type, tuple[str, ...], bool, str], str | None] = {}  # ... and URL -> its first URL
 
 
 def session(region: str) -> Any:
@@ -44,7 +61,17 @@ def session(region: str) -> Any:
     loader = fresh._session.get_component("data_loader")
     # botocore's `instance_cache` keeps what a loader read in `loader._cache` (its documented requirement)
     loader._cache = _loaded.setdefault(tuple(loader.search_paths), loader._cache)
+    for service in UNSIGNED_SERVICES:
+        fresh._session.register(
+            f"choose-signer.{service}", _unsigned, unique_id=f"longshore-sim-unsigned-{service}"
+        )
     return fresh
+
+
+def _unsigned(**_: Any) -> Any:
+    from botocore import UNSIGNED  # type: ignore[import-untyped]
+
+    return UNSIGNED
 
 
 def install() -> bool:
@@ -105,6 +132,11 @@ def install() -> bool:
 
     serialize.ResponseSerializer.get_value = get_member_value  # type: ignore[method-assign]
     vars(responses)["method_names_from_class"] = _method_names(method_names_from_class)
+    from moto.core import botocore_stubber
+
+    global _original_route
+    _original_route = botocore_stubber.BotocoreStubber.process_request
+    botocore_stubber.BotocoreStubber.process_request = _route  # type: ignore[method-assign]
     _installed = True
     return True
 
@@ -117,6 +149,9 @@ def uninstall() -> None:
 
         serialize.ResponseSerializer.get_value = _original  # type: ignore[method-assign]
         vars(responses)["method_names_from_class"] = utils.method_names_from_class
+        from moto.core import botocore_stubber
+
+        botocore_stubber.BotocoreStubber.process_request = _original_route  # type: ignore[method-assign]
         _installed = False
 
 
@@ -134,3 +169,68 @@ def _method_names(names_of: Callable[[object], list[str]]) -> Callable[[object],
         return kept[1]
 
     return method_names
+
+
+def _route(self: Any, request: Any) -> Any:
+    """moto's `BotocoreStubber.process_request`, with the service and the backend URL found for a URL kept."""
+    import re
+
+    import moto.backend_index as backend_index
+    import moto.backends as backends
+    from moto.core.base_backend import BackendDict
+    from moto.core.config import passthrough_service, passthrough_url, service_whitelisted
+    from moto.core.exceptions import ServiceNotWhitelisted
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.core.request import normalize_request
+    from moto.core.utils import get_equivalent_url_in_aws_domain
+    from moto.moto_api import recorder
+    from moto.settings import enable_iso_regions
+    from werkzeug.exceptions import HTTPException
+
+    parsed_url, _ = get_equivalent_url_in_aws_domain(request.url)
+    clean_url = f"{parsed_url.scheme}://{parsed_url.netloc}{parsed_url.path}"
+    if passthrough_url(clean_url):
+        return None
+    if clean_url in _service_of_url:
+        service = _service_of_url[clean_url]
+    else:
+        service = next(
+            (s for s, pattern in backend_index.backend_url_patterns if pattern.match(clean_url)), None
+        )
+        _service_of_url[clean_url] = service
+    if service is not None:  # moto tries the next matching service only when the first has no URL for it
+        if passthrough_service(service):
+            return None
+        if not service_whitelisted(service):
+            raise ServiceNotWhitelisted(service)
+        backend_dict = backends.get_backend(service)  # type: ignore[call-overload]
+        if isinstance(backend_dict, BackendDict):
+            if "us-east-1" in backend_dict[DEFAULT_ACCOUNT_ID]:
+                backend = backend_dict[DEFAULT_ACCOUNT_ID]["us-east-1"]
+            else:
+                backend = backend_dict[DEFAULT_ACCOUNT_ID]["aws"]
+        else:
+            backend = backend_dict["global"]
+        table = (type(backend), tuple(backend.url_bases), enable_iso_regions())
+        urls = _urls_of.get(table)
+        if urls is None:
+            urls = _urls_of[table] = backend.urls
+        slot = (*table, clean_url)
+        if slot in _handler_key:
+            url = _handler_key[slot]
+        else:
+            url = _handler_key[slot] = next((u for u in urls if re.compile(u).match(clean_url)), None)
+        if url is None:
+            return _original_route(self, request)  # the rare URL of a later service: moto's own walk
+        normalized_request = normalize_request(request)
+        try:
+            recorder._record_request(normalized_request)
+            status, headers, body = urls[url](
+                normalized_request, normalized_request.raw_url, normalized_request.headers
+            )
+        except HTTPException as e:
+            status, headers, body = e.code, e.get_headers(), e.get_body()
+        return status, headers, body
+    if re.compile(r"https?://.+\.amazonaws.com/.*").match(clean_url):
+        return 404, {}, "Not yet implemented"
+    return None

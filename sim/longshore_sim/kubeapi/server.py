@@ -116,9 +116,7 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = (
-        True  # headers and body go out in separate writes: Nagle + delayed ACK = 40 ms each
-    )
+    disable_nagle_algorithm = True  # a watch's events are separate writes: Nagle + delayed ACK = 40 ms each
     server_version = "longshore-kube-emulator"
     timeout = 120
     server: EmulatorHTTPServer
@@ -227,8 +225,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             if retry_after is not None:
                 self.send_header("Retry-After", str(retry_after))
-            self.end_headers()
-            self.wfile.write(data)
+            self._headers_buffer += (b"\r\n", data)  # type: ignore[attr-defined]  # `end_headers` + body, one write
+            self.flush_headers()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

@@ -28,11 +28,7 @@ Rules:
   cache of loaded data files (service models, endpoints, ...), which every new session otherwise reads and
   decodes again: the world of each seed makes one, and ~20 clients. The cache is shared only between loaders
   with the same search paths, so a session never sees a file another search path would not have found.
-  Its clients of the services every pass calls (`UNSIGNED_SERVICES`) send their requests unsigned (botocore's
-  `choose-signer` event): moto checks no signature, and finds the account and region of an unsigned request
-  where it finds a signed one's (the default account, the region in the endpoint's host), so the answers are
-  the same and SigV4 (a sixth of a call's CPU) is skipped. The calls, their parameters and their answers are
-  what they were; STS, whose presigned URL is the EKS token, stays signed.
+  Its clients sign their requests as any boto3 client does.
 - `install()` is idempotent and does nothing on a moto version other than the pinned one (`PINNED`), whose
   serializer this was read from; `tests/sim/test_moto_speed.py` checks that answers are byte for byte moto's.
 """
@@ -43,7 +39,6 @@ from collections.abc import Callable
 from typing import Any
 
 PINNED = "5.2.5"
-UNSIGNED_SERVICES = ("dynamodb", "ssm", "ec2", "sqs")  # the calls of every pass; never STS (the EKS token)
 _installed = False
 _original: Any = None
 _loaded: dict[tuple[str, ...], dict[Any, Any]] = {}
@@ -61,17 +56,7 @@ def session(region: str) -> Any:
     loader = fresh._session.get_component("data_loader")
     # botocore's `instance_cache` keeps what a loader read in `loader._cache` (its documented requirement)
     loader._cache = _loaded.setdefault(tuple(loader.search_paths), loader._cache)
-    for service in UNSIGNED_SERVICES:
-        fresh._session.register(
-            f"choose-signer.{service}", _unsigned, unique_id=f"longshore-sim-unsigned-{service}"
-        )
     return fresh
-
-
-def _unsigned(**_: Any) -> Any:
-    from botocore import UNSIGNED  # type: ignore[import-untyped]
-
-    return UNSIGNED
 
 
 def install() -> bool:

@@ -17,6 +17,11 @@ grouped by `Pod.placement_signature`, so the work grows with classes, not pods):
    itself); anti-affinity, including the inverse anti-affinity of running pods, excludes domains. Pending
    pods of classes split earlier count for anti-affinity (both ways) in every domain they may still land
    in (`solver_state.Possible`, Karpenter's `Topology.Record`), so it holds whatever the packer picks.
+   Pods with self-selecting anti-affinity take one free domain each; when there are more free domains than
+   pods, which ones is a choice the whole plan's cost depends on (zone spot prices, the zones the other
+   pods pack in), so batches of at most `TUNING.zone_choice_pods` pods are solved once per choice, up to
+   `TUNING.zone_choices` (`solver_domains._choose`), and the plan with the fewest unschedulable pods, then
+   the cheapest, wins (the first free domains on a tie). Every member honours every constraint.
 3. *Existing nodes, then in-flight claims* (`solver_existing`; initialized first, then by name): free capacity is filled
    arithmetically per unit and node, honouring taints (startup/ephemeral ignored on nodes not yet
    initialized), requirements, host ports, hostname anti-affinity (both directions), hostname spread and
@@ -67,6 +72,7 @@ from longshore.core.scheduling.solver_repair import repair_spreads
 from longshore.core.scheduling.solver_reserved import assign_reservations
 from longshore.core.scheduling.solver_state import PodClass, SolverState, Unit
 from longshore.core.scheduling.solver_variants import choose_variant
+from longshore.core.scheduling.tuning import TUNING
 
 
 def solve(inp: SchedulingInput) -> Plan:
@@ -75,7 +81,24 @@ def solve(inp: SchedulingInput) -> Plan:
         inp.settings.preference_policy == "Ignore"
     ):  # bound pods' preferences never repel (inverse: required only)
         inp = replace(inp, pods=tuple(without_preferences(p) for p in inp.pods))
-    solver = SolverState(inp)
+    plan, choices = _solve_once(inp, 0)
+    if choices > 1 and len(inp.pods) <= TUNING.zone_choice_pods:
+        for choice in range(1, min(choices, TUNING.zone_choices)):
+            other, _ = _solve_once(inp, choice)
+            if _rank(other) < _rank(plan):
+                plan = other
+    return plan
+
+
+def _rank(plan: Plan) -> tuple[int, float]:
+    """Fewer unschedulable pods first, then the cheaper plan (the first member wins a tie)."""
+    return len(plan.unschedulable), plan.cost_per_hour
+
+
+def _solve_once(inp: SchedulingInput, anti_choice: int) -> tuple[Plan, int]:
+    """One run of the phases with the `anti_choice`-th choice of anti-affinity domains; the plan and the
+    number of choices the batch offers."""
+    solver = SolverState(inp, anti_choice)
     classes = solver.pod_classes()
     units: list[Unit] = []
     waiting = classes
@@ -108,7 +131,7 @@ def solve(inp: SchedulingInput) -> Plan:
     )
     order = {pod.key: index for index, pod in enumerate(solver.inp.pods)}
     unschedulable = tuple(sorted(solver.unschedulable, key=lambda row: order.get(row[0], 0)))
-    return Plan(tuple(solver.claims), existing, unschedulable)
+    return Plan(tuple(solver.claims), existing, unschedulable), solver.anti_choices
 
 
 def _unschedulable(solver: SolverState, cls: PodClass) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import replace
+from itertools import combinations, islice
+from math import comb
 from typing import Literal
 
 from longshore.core import labels as wk
@@ -36,6 +38,7 @@ from longshore.core.taints import Toleration, tolerates
 # "Ignore" (the default: pools and nodes count whatever their taints)
 Mode = Literal["any", "reach", "Honor", "Ignore"]
 _TOLERATE_ALL = (Toleration(operator="Exists"),)
+_CHOICES_CAP = 1 << 20  # `anti_choices` only tells `solve` whether more than its few members exist
 
 
 def _universe(
@@ -275,10 +278,23 @@ def _split_anti(solver: SolverState, unit: Unit, term: PodAffinityTerm) -> list[
             return []
         unit.requirements = unit.requirements.intersect(Requirements((KeyRequirement.in_(key, free),)))
         return [unit]
-    units = [_pin(solver, unit, key, d, 1) for d in free[: len(unit.pods)]]
+    units = [_pin(solver, unit, key, d, 1) for d in _choose(solver, free, len(unit.pods))]
     if unit.pods:
         solver.fail(unit, f"pod anti-affinity on {key}: only {len(free)} {key} domains are free")
     return units
+
+
+def _choose(solver: SolverState, free: list[str], count: int) -> list[str]:
+    """The free domains a self-selecting anti-affine unit of `count` pods takes, one pod each: the
+    `solver.anti_choice`-th (modulo their number) of the combinations of `free` in lexicographic order, so
+    choice 0 is the first free domains. When there is a choice, `solver.anti_choices` records how many
+    combinations the batch offers (their product over units, capped), for `solve`'s zone portfolio."""
+    if count >= len(free):
+        return free
+    total = comb(len(free), count)
+    solver.anti_choices = min(solver.anti_choices * total, _CHOICES_CAP)
+    index = solver.anti_choice % total
+    return list(next(islice(combinations(free, count), index, None)))
 
 
 def _split_inverse_anti(solver: SolverState, unit: Unit) -> list[Unit]:

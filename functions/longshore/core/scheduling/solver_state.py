@@ -116,8 +116,12 @@ class SolverState:
     (`placed` only ever grows: `tally` and the anti-affinity indexes rely on it), the plan being built and
     the memos. One per call, never shared between calls."""
 
-    def __init__(self, inp: SchedulingInput) -> None:
+    def __init__(self, inp: SchedulingInput, anti_choice: int = 0) -> None:
         self.inp = inp
+        # which combination of free domains self-selecting anti-affine units take (`solver_domains._choose`),
+        # and how many the batch offers (1: no choice); `solve` runs a few as a portfolio
+        self.anti_choice = anti_choice
+        self.anti_choices = 1
         catalog = inp.catalog.without_offerings(inp.unavailable) if inp.unavailable else inp.catalog
         self.reservations = without_refused(inp.reservations, inp.unavailable)
         self.templates = build_templates(

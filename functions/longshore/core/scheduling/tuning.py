@@ -88,5 +88,11 @@ class PackerTuning:
     node_by_node_up_to: int = 100
     """With at most this many forced nodes, the portfolio also chooses them one by one like ordinary nodes (cheap when few)."""
 
+    zone_choices: int = 3
+    """`solve` runs this many choices of the free domains pods with self-selecting zone (or other non-hostname) anti-affinity take, one pod per domain, as a portfolio (cheapest plan wins; choice 0 is the first free domains in order): 2 pods over 3 zones have 3 choices, so the whole plan is costed once per zone pair (each member is one more full solve)."""
+
+    zone_choice_pods: int = 2000
+    """The zone-choice portfolio runs on batches of at most this many pods: each member is a whole solve, so the 20,000-pod solves keep their CPU."""
+
 
 TUNING = PackerTuning()

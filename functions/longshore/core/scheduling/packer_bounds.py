@@ -117,7 +117,8 @@ class PatternBound:
     state (`y . s`), not just the one it was solved at, so the solution is also kept as a weight column
     for the cheap bound of the programme's children (at most `TUNING.repack_lp_columns` of them, the
     oldest replaced). The simplex stops after its pivot cap with a feasible, possibly suboptimal `y`: still
-    a bound. Each solve costs `1 + patterns // 16` work units (`spend`)."""
+    a bound. Each solve costs `1 + patterns // 2` work units (`spend`): about its pivots times its rows, against one unit a
+    pattern tried (with `// 16` the search spent 90 % of a 100-pod solve in LP solves)."""
 
     def __init__(
         self,
@@ -127,7 +128,7 @@ class PatternBound:
     ) -> None:
         self.pricer = ResourcePricer([pattern for pattern, _ in listed], [price for _, price in listed])
         self.spend = spend
-        self.cost = 1 + len(listed) // 16
+        self.cost = 1 + len(listed) // 2
         self.columns = columns
         self.fixed = len(columns)  # the columns before this bound's own (kept)
         self.next_slot = 0

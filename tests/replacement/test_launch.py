@@ -159,7 +159,8 @@ def test_capacity_errors_on_the_own_pool_move_the_replacement_to_the_heaviest_ot
     assert record is not None and record.nodepool == "spare-heavy" and record.state == "launched"
 
 
-def test_the_surge_step_launches_through_the_real_launcher(world: World) -> None:
+def _rotation_surge(world: World) -> tuple[steps.StepPorts, dict[str, object]]:
+    """The workflow step ports over `world`, and a validated rotation surge of the busy node `old`."""
     busy_node(world)
     ports = steps.StepPorts(
         cluster_name=CLUSTER,
@@ -171,8 +172,13 @@ def test_the_surge_step_launches_through_the_real_launcher(world: World) -> None
     )
     state = DisruptionCommand("i-0000000000000old1", "rotation", replace=True).to_input()
     state["executionName"] = "rotation-i-0000000000000old1"
+    return ports, steps.validate(state, ports)
 
-    launched = steps.launch_replacement(steps.validate(state, ports), ports)
+
+def test_the_surge_step_launches_through_the_real_launcher(world: World) -> None:
+    ports, validated = _rotation_surge(world)
+
+    launched = steps.launch_replacement(validated, ports)
 
     claim_id = launched["replacement"]["claimId"]
     assert claim_id == replacement_claim_id("general-old", "rotation")
@@ -185,18 +191,8 @@ def test_the_surge_step_launches_through_the_real_launcher(world: World) -> None
 
 def _surge_up_to_its_replacement(world: World) -> tuple[steps.StepPorts, dict[str, object], str]:
     """A rotation surge of `old` (3 pods of 1 CPU) whose replacement is up as node `new`, initialized."""
-    busy_node(world)
-    ports = steps.StepPorts(
-        cluster_name=CLUSTER,
-        cluster=world.cluster,
-        claims=world.store,
-        instances=world.instances,
-        replacements=world.replacements(),
-        clock=world.clock,
-    )
-    state = DisruptionCommand("i-0000000000000old1", "rotation", replace=True).to_input()
-    state["executionName"] = "rotation-i-0000000000000old1"
-    launched = steps.launch_replacement(steps.validate(state, ports), ports)
+    ports, validated = _rotation_surge(world)
+    launched = steps.launch_replacement(validated, ports)
     claim_id = str(launched["replacement"]["claimId"])  # type: ignore[index]
     [instance] = world.live_instances()
     world.add_node(

@@ -38,8 +38,8 @@ from longshore.adapters.aws.amis import (
 )
 from longshore.adapters.aws.launch_templates import LaunchTemplates, TemplateSpec, default_block_devices
 from longshore.adapters.aws.network import (
+    Ec2PlacementGroups,
     Subnet,
-    select_placement_group,
     select_security_groups,
     select_subnets,
     subnet_per_zone,
@@ -50,7 +50,7 @@ from longshore.adapters.aws.userdata_render import encode_user_data, render_user
 from longshore.core import labels as wellknown
 from longshore.core.catalog import WINDOWS_BUILDS
 from longshore.core.claims import FleetOutcome, LaunchOption, NodeClaim, OfferingFailure, client_token
-from longshore.core.model import NodeClass, NodePool, SelectorTerm, Taint
+from longshore.core.model import NodeClass, NodePool, Taint
 from longshore.core.placement_groups import PlacementGroup, launch_partition
 from longshore.core.requirements import Requirements
 from longshore.core.taints import UNREGISTERED_TAINT
@@ -140,7 +140,7 @@ class Ec2Fleet:
         self._subnets: dict[str, dict[str, Subnet]] = {}
         self._security_groups: dict[str, tuple[str, ...]] = {}
         self._profiles: dict[str, str | None] = {}
-        self._placement_groups: dict[tuple[str, SelectorTerm], PlacementGroup] = {}
+        self._placement_groups = Ec2PlacementGroups(ec2)
 
     def forget_images(self) -> None:
         """Drop the AMI resolver's answers, as a cold container would start (the next launch asks SSM)."""
@@ -288,13 +288,7 @@ class Ec2Fleet:
         return self._security_groups[node_class.name]
 
     def _placement_group(self, node_class: NodeClass) -> PlacementGroup | None:
-        term = node_class.placement_group
-        if term is None:
-            return None
-        key = (node_class.name, term)  # a changed selector is looked up again
-        if key not in self._placement_groups:
-            self._placement_groups[key] = select_placement_group(self._ec2, term, node_class.name)
-        return self._placement_groups[key]
+        return self._placement_groups.resolve(node_class)
 
     def _bind_dirs(self, node_class: NodeClass, family: str, image: str) -> tuple[str, ...]:
         """Bottlerocket RAID0: the directories to bind on images older than 1.46 (Karpenter's version rule)."""

@@ -151,17 +151,21 @@ class Ec2PlacementGroups:
         self._found: dict[tuple[str, SelectorTerm], PlacementGroup] = {}
 
     def group(self, node_class: NodeClass) -> PlacementGroup | None:
+        try:
+            return self.resolve(node_class)
+        except (ClientError, SelectionError) as error:  # the launch reports it, naming the field
+            log.warning(
+                "could not resolve the placement group",
+                extra={"node_class": node_class.name, "error": str(error)},
+            )
+            return None
+
+    def resolve(self, node_class: NodeClass) -> PlacementGroup | None:
+        """The class's group (None without a selector); raises what the lookup raises (the launch's path)."""
         term = node_class.placement_group
         if term is None:
             return None
         key = (node_class.name, term)  # a changed selector is looked up again
         if key not in self._found:
-            try:
-                self._found[key] = select_placement_group(self._ec2, term, node_class.name)
-            except (ClientError, SelectionError) as error:  # the launch reports it, naming the field
-                log.warning(
-                    "could not resolve the placement group",
-                    extra={"node_class": node_class.name, "error": str(error)},
-                )
-                return None
+            self._found[key] = select_placement_group(self._ec2, term, node_class.name)
         return self._found[key]

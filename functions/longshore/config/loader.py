@@ -11,7 +11,7 @@ Theory of operation: loading runs in stages, and each stage reports every proble
    pydantic schema (strict, with Karpenter's rules); pydantic's errors become located `ConfigError`s.
 3. *Relate*: across all documents, pool names and class names must be unique, every `providerRef` /
    `nodeClassRef` must name a class that exists (of a kind that dialect can refer to), and per-pool
-   interruption overrides must name existing pools.
+   interruption overrides must name existing pools (`config.relations`).
 4. *Normalise*: only when nothing above failed, build the `ClusterConfig` (see `config.normalise`; the
    CapacityBuffer and PodTemplate documents: `config.buffers`).
 
@@ -37,6 +37,7 @@ from longshore.config import buffers as config_buffers
 from longshore.config import normalise, overlays
 from longshore.config.errors import ConfigError, ErrorSink, suggestion
 from longshore.config.includes import resolve_includes
+from longshore.config.relations import relate
 from longshore.config.schema import KINDS, KNOWN_KINDS, KindSchema, api_versions_of
 from longshore.config.schema.cluster import CLUSTER_API_VERSION, Cluster
 from longshore.config.schema.nodeclass import EC2NodeClassV1, EC2NodeClassV1beta1
@@ -274,7 +275,14 @@ def _load(
     buffers, templates = config_buffers.buffers_of([(v.document, v.model) for v in validated], sink)
     caps = overlays.cost_caps([(v.document, v.model) for v in validated if v.schema.role == "pool"], sink)
     pools = overlays.attach(pools, node_overlays, caps)
-    _relate(collected, validated, pools, classes, cluster_model, sink)
+    relate(
+        collected.documents,
+        collected.cluster,
+        [(v.document, v.model) for v in validated],
+        pools,
+        cluster_model,
+        sink,
+    )
     sink.raise_if_any(collected.files)
 
     if cluster_model is not None:
@@ -409,98 +417,3 @@ def _normalise(validated: list[_Validated], sink: ErrorSink) -> tuple[list[NodeP
         elif isinstance(model, EC2NodeClassV1 | EC2NodeClassV1beta1):
             classes.append(normalise.node_class_from_ec2nodeclass(model, origin, item.schema.dialect))
     return pools, classes
-
-
-def _relate(
-    collected: _Collected,
-    validated: list[_Validated],
-    pools: list[NodePool],
-    classes: list[NodeClass],
-    cluster_model: Cluster | None,
-    sink: ErrorSink,
-) -> None:
-    """Cross-document rules: unique names, references that resolve, overrides that name real pools."""
-    pool_docs: dict[str, Document] = {}
-    class_docs: dict[str, Document] = {}
-    for document in collected.documents:
-        schema = KINDS.get((document.api_version, document.kind))
-        if schema is None or schema.role not in ("pool", "class") or not document.name:
-            continue
-        seen = pool_docs if schema.role == "pool" else class_docs
-        what = "pool" if schema.role == "pool" else "node class"
-        first = seen.get(document.name)
-        if first is not None:
-            sink.add(
-                document.error(
-                    ("metadata", "name"),
-                    f"duplicate {what} name {document.name!r}: {first.label} at {first.source}:{first.line} "
-                    "has the same name",
-                    document.name,
-                )
-            )
-        else:
-            seen[document.name] = document
-    for item in validated:
-        model = item.model
-        if (
-            isinstance(model, Provisioner)
-            and model.spec.provider is not None
-            and model.metadata.name in class_docs
-        ):
-            other = class_docs[model.metadata.name]
-            sink.add(
-                item.document.error(
-                    ("spec", "provider"),
-                    f"the inline provider is a node class named {model.metadata.name!r}, which clashes with "
-                    f"{other.label} at {other.source}:{other.line}",
-                )
-            )
-    for item in validated:
-        _check_reference(item, class_docs, sink)
-    if cluster_model is not None and collected.cluster is not None:
-        names = {pool.name for pool in pools} | set(pool_docs)
-        for pool_name, policy in cluster_model.spec.interruption.rebalanceByPool.items():
-            if pool_name not in names:
-                sink.add(
-                    collected.cluster.error(
-                        ("spec", "interruption", "rebalanceByPool", pool_name),
-                        f"no pool is named {pool_name!r}{suggestion(pool_name, names)}",
-                        policy,
-                    )
-                )
-
-
-def _check_reference(item: _Validated, class_docs: dict[str, Document], sink: ErrorSink) -> None:
-    model = item.model
-    if isinstance(model, Provisioner):
-        if model.spec.providerRef is None:
-            return
-        ref, wanted, field_name = model.spec.providerRef.name, "AWSNodeTemplate", "providerRef"
-        path: PathKey = ("spec", "providerRef", "name")
-    elif isinstance(model, NodePoolV1 | NodePoolV1beta1):
-        ref = model.spec.template.spec.nodeClassRef.name
-        wanted, field_name = "EC2NodeClass", "nodeClassRef"
-        path = ("spec", "template", "spec", "nodeClassRef", "name")
-    else:
-        return
-    target = class_docs.get(ref)
-    if target is None:
-        defined = [name for name, doc in class_docs.items() if doc.kind == wanted]
-        listing = f"defined: {', '.join(sorted(defined))}" if defined else f"no {wanted} is defined"
-        sink.add(
-            item.document.error(
-                path,
-                f"{field_name} names {wanted} {ref!r}, which is not defined in the given files"
-                f"{suggestion(ref, defined)} ({listing})",
-                ref,
-            )
-        )
-    elif target.kind != wanted:
-        sink.add(
-            item.document.error(
-                path,
-                f"{field_name} names {ref!r}, which is a {target.kind} ({target.source}:{target.line}); "
-                f"a {item.document.kind} in {item.document.api_version} refers to a {wanted}",
-                ref,
-            )
-        )

@@ -1,4 +1,4 @@
-"""The moto kit: seed a cluster's AWS world, and emulate what moto lacks (fleet allocation, capacity errors, throttling).
+"""The moto kit: seed a cluster's AWS world, and emulate what moto lacks (fleet allocation, capacity errors).
 
 Theory of operation. `seed_cluster` builds, through ordinary boto3 calls against moto, everything Longshore's
 production code reads: a VPC with one subnet per zone tagged `karpenter.sh/discovery=<cluster>`, a security
@@ -25,23 +25,17 @@ event hooks, so production code is unchanged and moto is unpatched):
 - A `crash_after_create_fleet` switch raises `SimulatedCrash` after moto has launched the instance and before
   the caller sees the answer: the "Lambda killed between CreateFleet and the record" fault.
 
-`ThrottleInjector` makes the next N calls of an operation fail with a throttling error *before the request is
-sent* (a first-registered `before-send` hook returning an HTTP 503 `RequestLimitExceeded` body, with the
-request pointed away from moto so that it really is not executed), so botocore's real retry machinery, and
-then Longshore's own bounded retry, are what recover from it.
+Throttling (`ThrottleInjector`) lives in `longshore_sim.throttle`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
-
-from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 
 from longshore.adapters.aws import tags as tagnames
 from longshore.adapters.aws.amis import ssm_parameter_name
@@ -448,88 +442,3 @@ def _zone_of_subnet(region: str, subnet_id: str) -> str:
     from moto.ec2.models import ec2_backends
 
     return str(ec2_backends[ACCOUNT_ID][region].get_subnet(subnet_id).availability_zone)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Throttling
-
-
-class RawBody:
-    """A response body botocore can read (for answers injected before a request is sent)."""
-
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **_: Any) -> Iterable[bytes]:
-        yield self._body
-
-    def read(self, *_: Any) -> bytes:
-        body, self._body = self._body, b""
-        return body
-
-
-_THROTTLE_BODY: Final = (
-    b'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
-    b"<Message>Request limit exceeded.</Message></Error></Errors><RequestID>longshore-throttle</RequestID></Response>"
-)
-
-
-_NOWHERE: Final = "http://throttled.longshore.invalid/"
-
-
-class ThrottleInjector:
-    """Fail the next N calls of chosen operations with a throttling error, before they reach moto."""
-
-    def __init__(self, code: str = "RequestLimitExceeded") -> None:
-        self.code = code
-        self._pending: dict[str, int] = {}
-        self.injected: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def throttle(self, operation: str, times: int) -> None:
-        """Throttle the next `times` calls of `operation` (e.g. "CreateFleet"); 0 stops."""
-        with self._lock:
-            self._pending[operation] = times
-
-    def remaining(self, operation: str) -> int:
-        with self._lock:
-            return self._pending.get(operation, 0)
-
-    def attach(self, target: Any, service: str = "ec2") -> ThrottleInjector:
-        """Hook into a client (its own service), or into a boto3 session for the `service` clients it creates."""
-        if hasattr(target, "meta"):
-            events, service = target.meta.events, target.meta.service_model.service_id.hyphenize()
-        else:
-            events = target.events
-        uid = f"longshore-throttle-{id(self)}-{service}"
-        events.register_first(f"before-send.{service}", self._before_send, unique_id=uid)
-        return self
-
-    def _before_send(self, request: Any, **kwargs: Any) -> Any:
-        operation = str(kwargs.get("event_name", "")).rsplit(".", 1)[-1]
-        with self._lock:
-            left = self._pending.get(operation, 0)
-            if left <= 0:
-                return None
-            self._pending[operation] = left - 1
-            self.injected[operation] = self.injected.get(operation, 0) + 1
-        kind = request.headers.get("Content-Type", b"")
-        if (kind.decode() if isinstance(kind, bytes) else str(kind)).startswith("application/x-amz-json"):
-            # JSON protocols (DynamoDB): the error is the body's `__type`, answered with 400 as DynamoDB does
-            payload = {
-                "__type": f"com.amazonaws.dynamodb.v20120810#{self.code}",
-                "message": "Throughput exceeded",
-            }
-            status, content_type, body = 400, "application/x-amz-json-1.0", json.dumps(payload).encode()
-        else:
-            status, content_type, body = (
-                503,
-                "text/xml",
-                _THROTTLE_BODY.replace(b"{code}", self.code.encode()),
-            )
-        url = request.url
-        # botocore calls every before-send handler; moto's in-process stubber comes after us and would still
-        # execute the request. Point this (single-use: botocore builds a new request per attempt) request at
-        # an address no moto backend matches, so the throttled call really does nothing.
-        request.url = _NOWHERE
-        return AWSResponse(url, status, {"Content-Type": content_type}, RawBody(body))

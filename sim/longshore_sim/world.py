@@ -153,10 +153,11 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
         from longshore.adapters.aws import retry
         from longshore.adapters.aws.instance_types import load_catalog
         from longshore_sim import moto_speed
-        from longshore_sim.aws import FleetEmulator, ThrottleInjector, seed_cluster
+        from longshore_sim.aws import FleetEmulator, seed_cluster
         from longshore_sim.cluster import KubeletSettings, SimulatedCluster
         from longshore_sim.placement_groups import PlacementGroups
         from longshore_sim.reservations import ReservationStore
+        from longshore_sim.throttle import ThrottleInjector
 
         moto_speed.install()
         self._mock = mock_aws()

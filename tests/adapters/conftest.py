@@ -25,7 +25,8 @@ from longshore.adapters.clock import WallClock
 from longshore.core.claims import KubeletSettings, LaunchOption, LaunchRequest, NodeClaim, claim_id_for
 from longshore.core.model import ClusterConfig, NodeClass, NodePool, Origin, SelectorTerm, Taint
 from longshore.services.launch import ClaimLauncher
-from longshore_sim.aws import FleetEmulator, SeededCluster, ThrottleInjector, seed_cluster
+from longshore_sim.aws import FleetEmulator, SeededCluster, seed_cluster
+from longshore_sim.throttle import ThrottleInjector
 
 CLUSTER = "demo-cluster"
 #: One botocore session for the whole run: service models load once, not per test.

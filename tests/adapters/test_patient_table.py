@@ -16,7 +16,8 @@ from moto import mock_aws
 from longshore.adapters.aws.dynamodb import DynamoClaimStore, DynamoLease, DynamoTable
 from longshore.adapters.aws.retry import ClientError, backoff_delays
 from longshore.core.claims import NodeClaim
-from longshore_sim.aws import RawBody, ThrottleInjector, create_table
+from longshore_sim.aws import create_table
+from longshore_sim.throttle import RawBody, ThrottleInjector
 from tests.adapters.conftest import BOTOCORE_SESSION
 
 ONE_ATTEMPT = Config(retries={"total_max_attempts": 1, "mode": "standard"})  # botocore's sleeps are real time

@@ -13,7 +13,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from longshore_sim.aws import FleetEmulator, ThrottleInjector
+from longshore_sim.aws import FleetEmulator
+from longshore_sim.throttle import ThrottleInjector
 from tests.adapters.conftest import World
 
 

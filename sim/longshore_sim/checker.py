@@ -68,16 +68,23 @@ from typing import Any
 
 from longshore.core import labels as wk
 from longshore.core.disruption import budgets
-from longshore.core.drain import drain_pod_from_manifest, left_reason, parse_go_duration, parse_timestamp
+from longshore.core.drain import drain_pod_from_manifest, left_reason, parse_timestamp
 from longshore.core.model import ClusterConfig
 from longshore_sim.kubeapi import disruption
 from longshore_sim.kubeapi.meta import JSON, labels_of, metadata
 from longshore_sim.kubeapi.selectors import selector_from_object
 from longshore_sim.kubeapi.store import ObjectStore
+from longshore_sim.manifest_reads import (
+    is_daemon_pod,
+    is_running,
+    is_tainted,
+    node_of,
+    owner_deployment,
+    pod_key,
+    protection,
+    unschedulable,
+)
 
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
-DO_NOT_EVICT = "karpenter.sh/do-not-evict"
-DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 REASON_ANNOTATION = "longshore.io/disruption-reason"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 VOLUNTARY_REASONS = frozenset({"empty", "drifted", "underutilized", "expired", "rotation"})
@@ -88,63 +95,6 @@ GRACEFUL_REASONS = {
     "underutilized": budgets.UNDERUTILIZED,
     "expired": budgets.EXPIRED,
 }
-
-
-def pod_key(pod: Mapping[str, Any]) -> str:
-    meta = metadata(pod)
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
-
-def is_running(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Running" and not metadata(pod).get("deletionTimestamp")
-
-
-def is_daemon_pod(pod: Mapping[str, Any]) -> bool:
-    return any(r.get("kind") == "DaemonSet" for r in metadata(pod).get("ownerReferences") or [])
-
-
-def node_of(pod: Mapping[str, Any]) -> str | None:
-    name = (pod.get("spec") or {}).get("nodeName")
-    return str(name) if name else None
-
-
-def _owner_deployment(pod: Mapping[str, Any]) -> str | None:
-    """`namespace/deployment` for a pod of a Deployment's ReplicaSet (`<deployment>-<hash>`)."""
-    for ref in metadata(pod).get("ownerReferences") or []:
-        if ref.get("kind") == "ReplicaSet":
-            name = str(ref.get("name") or "")
-            deployment = name.rsplit("-", 1)[0] if "-" in name else name
-            return f"{metadata(pod).get('namespace') or 'default'}/{deployment}"
-    return None
-
-
-def protection(annotations: Mapping[str, str], created_at: float | None, now: float) -> str | None:
-    """The do-not-disrupt (or do-not-evict) annotation protecting a pod at `now`, or None."""
-    if str(annotations.get(DO_NOT_EVICT, "")).strip().lower() == "true":
-        return f"{DO_NOT_EVICT}=true"
-    value = annotations.get(DO_NOT_DISRUPT)
-    if value is None:
-        return None
-    if str(value).strip().lower() == "true":
-        return f"{DO_NOT_DISRUPT}=true"
-    duration = parse_go_duration(str(value))
-    if duration is not None and created_at is not None and now < created_at + duration:
-        return f"{DO_NOT_DISRUPT}={value}"
-    return None
-
-
-def _unschedulable(pod: Mapping[str, Any]) -> bool:
-    """Pending, unbound, and marked Unschedulable by the scheduler (it found no node with room)."""
-    if node_of(pod) or metadata(pod).get("deletionTimestamp"):
-        return False
-    return any(
-        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
-
-
-def is_tainted(node: Mapping[str, Any]) -> bool:
-    return any(t.get("key") == DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
 
 
 @dataclass
@@ -228,7 +178,7 @@ class RuleChecker:
             self._judge_removal(key, seen, now, spent)
         for key, pod in current.items():
             if is_running(pod) and key not in self._running:
-                owner = _owner_deployment(pod)
+                owner = owner_deployment(pod)
                 if owner is not None and self._debt.get(owner, 0) > 0:
                     self._debt[owner] -= 1  # a new pod of the Deployment runs: one eviction replaced
                 meta = metadata(pod)
@@ -236,7 +186,7 @@ class RuleChecker:
                     {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
                     labels_of(pod),
                     str(meta.get("namespace") or "default"),
-                    _owner_deployment(pod),
+                    owner_deployment(pod),
                     node_of(pod),
                     parse_timestamp(meta.get("creationTimestamp")),
                 )
@@ -255,8 +205,8 @@ class RuleChecker:
         if self._last_scan is not None and now > self._last_scan and any(self._debt.values()):
             stuck: dict[str, int] = {}
             for pod in pods:
-                owner = _owner_deployment(pod)
-                if owner is not None and self._debt.get(owner, 0) > 0 and _unschedulable(pod):
+                owner = owner_deployment(pod)
+                if owner is not None and self._debt.get(owner, 0) > 0 and unschedulable(pod):
                     stuck[owner] = stuck.get(owner, 0) + 1
             waiting = sum(min(count, self._debt[owner]) for owner, count in stuck.items())
             if waiting:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from longshore.core import telemetry
 from longshore.core.pod_manifest import pod_from_manifest
 from longshore.services.snapshot import daemonset_pods
-from longshore_sim.checker import is_running, pod_key
 from longshore_sim.lp_bound import BoundReport, lower_bounds
+from longshore_sim.manifest_reads import is_running, pod_key
 from longshore_sim.report import summarise
 from longshore_sim.scenario import Scenario
 

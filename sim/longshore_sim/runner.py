@@ -49,8 +49,9 @@ from longshore.core.model import ClusterConfig
 from longshore.services.provisioner import LEASE_NAME, PassResult, ProvisionerSettings, run_invocation
 from longshore.services.snapshot import unschedulable_condition
 from longshore_sim.aws import SimulatedCrash
-from longshore_sim.checker import RuleChecker, is_running, pod_key
+from longshore_sim.checker import RuleChecker
 from longshore_sim.kubeapi.meta import metadata
+from longshore_sim.manifest_reads import is_running, pod_key
 from longshore_sim.planner_cadence import TICK_EPS, PlannerCadence, scheduled_at_or_after
 from longshore_sim.report import Observations, Sample, plot, write_summary
 from longshore_sim.run_summary import summarise_run

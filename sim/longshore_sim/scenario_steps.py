@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 from longshore.core.claims import instance_id_of
 from longshore.core.commands import RotationRequest
 from longshore_sim.aws import SimulatedCrash
-from longshore_sim.checker import is_daemon_pod, is_running, node_of
 from longshore_sim.cluster.health import set_condition
 from longshore_sim.config_change import changed_text, parse
 from longshore_sim.kubeapi.meta import labels_of, metadata
+from longshore_sim.manifest_reads import is_daemon_pod, is_running, node_of
 from longshore_sim.scenario import ConfigChange, ScenarioError, Step
 
 if TYPE_CHECKING:

@@ -4,9 +4,10 @@ it, and one deleted by hand after a surge's decision (before its taint) does not
 
 from __future__ import annotations
 
-from longshore_sim.checker import DISRUPTED_TAINT_KEY, REASON_ANNOTATION, RuleChecker
+from longshore_sim.checker import REASON_ANNOTATION, RuleChecker
 from longshore_sim.clock import VirtualClock
 from longshore_sim.kubeapi.store import ObjectStore
+from longshore_sim.manifest_reads import DISRUPTED_TAINT_KEY
 from tests.sim.test_availability_rules import one_pool
 
 CONFIG = one_pool('  disruption:\n    budgets: [{nodes: "1"}]\n')

@@ -10,16 +10,19 @@ Rules, as the API server routes them:
   create, PUT update, PATCH patch, DELETE delete or deletecollection; anything else is 405. A watch on a named
   object is a watch on its collection with `metadata.name=<name>` added to the field selector.
 - A query parameter that repeats takes its last value.
+- A request body that must be an object (create, update, eviction, binding) and is not is 400.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from longshore_sim.kubeapi import errors
 from longshore_sim.kubeapi.errors import ApiError
 from longshore_sim.kubeapi.faults import Route
+from longshore_sim.kubeapi.meta import JSON
 from longshore_sim.kubeapi.resources import BY_PATH, ResourceType
 
 
@@ -104,3 +107,10 @@ def _verb(method: str, has_name: bool, has_sub: bool, watch: bool) -> str:
     raise ApiError(
         405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"
     )
+
+
+def request_object(body: Any) -> JSON:
+    """The decoded request body, which must be a JSON object (400 otherwise)."""
+    if not isinstance(body, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    return body

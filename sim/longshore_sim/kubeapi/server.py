@@ -3,7 +3,7 @@
 Theory of operation: a stdlib `ThreadingHTTPServer` speaks HTTP/1.1 with keep-alive on 127.0.0.1 (one thread
 per connection), which is what the kubernetes client's urllib3 pool expects. Each request is parsed into a
 `Request` (`kubeapi.routing`), checked against the bearer token when one is configured, passed through the fault injector, and dispatched to the store, `disruption`
-(evictions and PDB status) or `discovery`. Errors are `ApiError`s rendered as `Status` objects; anything
+(evictions and PDB status), `subresources` (eviction, binding, scale) or `discovery`. Errors are `ApiError`s rendered as `Status` objects; anything
 unexpected becomes a 500 Status and is kept in `server.failures` for tests to inspect.
 
 Watches (`watch=true`, `watch=True`, `watch=1`, or the legacy `/watch/` path prefix) stream one JSON event per
@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from longshore_sim.kubeapi import discovery, disruption, errors, openapi, patching, tables
+from longshore_sim.kubeapi import discovery, disruption, errors, openapi, patching, subresources, tables
 from longshore_sim.kubeapi.errors import ApiError
 from longshore_sim.kubeapi.faults import FaultInjector
 from longshore_sim.kubeapi.meta import JSON, metadata, name_of
-from longshore_sim.kubeapi.resources import ResourceType
-from longshore_sim.kubeapi.routing import Request, parse_request, truthy
-from longshore_sim.kubeapi.selectors import parse_field_selector, parse_label_selector, selector_from_object
+from longshore_sim.kubeapi.routing import Request, parse_request, request_object, truthy
+from longshore_sim.kubeapi.selectors import parse_field_selector, parse_label_selector
 from longshore_sim.kubeapi.store import ObjectStore
+from longshore_sim.kubeapi.subresources import success_status
 from longshore_sim.kubeapi.watchlog import WatchFilter, check_resource_version
 
 DEFAULT_WATCH_TIMEOUT = 1800.0
@@ -237,7 +237,9 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, self._discovery(request.discovery_path)
         rt, store, q = request.rt, self.state.store, request.query
         if request.subresource in ("eviction", "binding", "scale"):
-            return self._subresource(request, body)
+            return subresources.answer(
+                self.state.store, request, body, self.headers.get("Content-Type") or ""
+            )
         subresource = request.subresource or None
         if rt.plural == "poddisruptionbudgets" and request.verb in ("get", "list"):
             disruption.refresh(store, request.namespace or None)
@@ -246,9 +248,9 @@ class _Handler(BaseHTTPRequestHandler):
         if request.verb == "list":
             return 200, self._list(request)
         if request.verb == "create":
-            return 201, store.create(rt.plural, self._object(body), request.namespace or None)
+            return 201, store.create(rt.plural, request_object(body), request.namespace or None)
         if request.verb == "update":
-            obj = self._object(body)
+            obj = request_object(body)
             if name_of(obj) != request.name:
                 raise errors.bad_request(
                     f"the name of the object ({name_of(obj)}) does not match the name on the URL ({request.name})"
@@ -288,19 +290,14 @@ class _Handler(BaseHTTPRequestHandler):
             )
             if rt.plural == "pods" or metadata(result).get("deletionTimestamp"):
                 return 200, result
-            return 200, _success(rt, request.name, metadata(result).get("uid"))
+            return 200, success_status(rt, request.name, metadata(result).get("uid"))
         if request.verb == "deletecollection":
             labels = parse_label_selector(q.get("labelSelector"))
             fields = parse_field_selector(q.get("fieldSelector"), rt.field_selectors)
             for obj in store.list(rt.plural, request.namespace or None, labels, fields):
                 store.delete(rt.plural, name_of(obj), request.namespace or metadata(obj).get("namespace"))
-            return 200, _success(rt, "", None)
+            return 200, success_status(rt, "", None)
         raise errors.method_not_allowed(request.verb, rt.plural)
-
-    def _object(self, body: Any) -> JSON:
-        if not isinstance(body, dict):
-            raise errors.bad_request("the request body must be a JSON object")
-        return body
 
     def _create_applied(self, request: Request, body: Any) -> JSON | None:
         """Server-side apply of an object that does not exist yet creates it; None when it exists."""
@@ -311,7 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as error:
             if error.code != 404:
                 raise
-        obj = self._object(body)
+        obj = request_object(body)
         if name_of(obj) != request.name:
             raise errors.bad_request(
                 f"the name of the object ({name_of(obj)}) does not match the name on the URL ({request.name})"
@@ -371,53 +368,6 @@ class _Handler(BaseHTTPRequestHandler):
             "metadata": list_meta,
             "items": page.items,
         }
-
-    def _subresource(self, request: Request, body: Any) -> tuple[int, Any]:
-        assert request.rt is not None
-        store, rt = self.state.store, request.rt
-        if request.subresource == "eviction":
-            if request.verb != "create":
-                raise errors.method_not_allowed(request.verb, "pods/eviction")
-            return 201, disruption.evict(store, request.namespace, request.name, self._object(body))
-        if request.subresource == "binding":
-            if request.verb != "create":
-                raise errors.method_not_allowed(request.verb, "pods/binding")
-            target = (self._object(body).get("target") or {}).get("name")
-            if not target:
-                raise errors.invalid("pods", "Binding", request.name, [("target.name", "Required value")])
-            store.bind(request.namespace, request.name, str(target))
-            return 201, _success(rt, request.name, None)
-        return self._scale(request, body)
-
-    def _scale(self, request: Request, body: Any) -> tuple[int, Any]:
-        assert request.rt is not None
-        store, rt = self.state.store, request.rt
-        with store.locked():
-            obj = store.get(rt.plural, request.name, request.namespace)
-            scale = _scale_of(obj)
-            if request.verb == "get":
-                return 200, scale
-            if request.verb == "update":
-                requested = self._object(body)
-            elif request.verb == "patch":
-                requested = patching.apply(self.headers.get("Content-Type") or "", scale, body, "scale")
-            else:
-                raise errors.method_not_allowed(request.verb, f"{rt.plural}/scale")
-            sent = str(metadata(requested).get("resourceVersion") or "")
-            if sent and sent != metadata(obj)["resourceVersion"]:
-                raise errors.conflict(rt.plural, request.name, rt.group)
-            replicas = (requested.get("spec") or {}).get("replicas")
-            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-                raise errors.invalid(
-                    "scale",
-                    "Scale",
-                    request.name,
-                    [("spec.replicas", f"Invalid value: {replicas!r}: must be greater than or equal to 0")],
-                    "autoscaling",
-                )
-            obj["spec"]["replicas"] = replicas
-            updated = store.update(rt.plural, obj, request.namespace)
-            return 200, _scale_of(updated)
 
     def _watch(self, method: str, request: Request, drop_after: int | None) -> None:
         assert request.rt is not None
@@ -515,33 +465,3 @@ class _Handler(BaseHTTPRequestHandler):
         self.state.bytes_sent += len(data)
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
-
-
-def _success(rt: ResourceType, name: str, uid: Any) -> JSON:
-    details: JSON = {"name": name, "kind": rt.plural}
-    if rt.group:
-        details["group"] = rt.group
-    if uid:
-        details["uid"] = uid
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
-
-
-def _scale_of(obj: JSON) -> JSON:
-    meta = metadata(obj)
-    selector = selector_from_object((obj.get("spec") or {}).get("selector") or {})
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            "name": meta.get("name"),
-            "namespace": meta.get("namespace"),
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-            "creationTimestamp": meta.get("creationTimestamp"),
-        },
-        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
-        "status": {
-            "replicas": (obj.get("status") or {}).get("replicas", 0),
-            "selector": selector.to_string(),
-        },
-    }

@@ -1,7 +1,8 @@
 """One Step Functions execution as the simulator keeps it: identity, status, result, history, and why it waits.
 
 Rules: an execution is RUNNING until it ends SUCCEEDED, FAILED or TIMED_OUT (`done`); `describe()` answers in
-`DescribeExecution`'s shape, with `Output` only when it succeeded and `Error`/`Cause` only when it failed. A
+`DescribeExecution`'s shape, with `Output` only when it succeeded and `Error`/`Cause` only when it failed;
+`context_object` is the `$$` a state of it reads (execution, state machine, state, entered time, retries). A
 paused execution waits until an instant, or until one of its child executions ends (`Blocked.ready`).
 """
 
@@ -68,6 +69,22 @@ class Execution:
             described["Error"] = self.error
             described["Cause"] = self.cause or ""
         return described
+
+    def context_object(self, state: str, entered: float, retries: int) -> dict[str, Any]:
+        """The context object (`$$`) of the state `state` entered at `entered` after `retries` retries."""
+        return {
+            "Execution": {
+                "Id": self.arn,
+                "Name": self.name,
+                "Input": self.input,
+                "StartTime": iso_time(self.started_at),
+            },
+            "StateMachine": {
+                "Id": self.state_machine_arn,
+                "Name": self.state_machine_arn.rsplit(":", 1)[-1],
+            },
+            "State": {"Name": state, "EnteredTime": iso_time(entered), "RetryCount": retries},
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,9 @@ Supported, with the service's semantics (JSONPath only; anything else is refused
 - The machine's `TimeoutSeconds` (status `TIMED_OUT`) and the 25,000-event history limit (the execution fails
   with `States.Runtime`, as the service fails it), counted the way the service writes its history.
 
+What each state does to its data (InputPath to OutputPath, Choice, Wait, Fail, Retry delays, Map items) is
+`sim.asl_states`; this module runs the executions, their history and their time.
+
 Execution names are unique per state machine: `start_execution` returns False for a name already used, like
 the real `StartExecution` (the idempotency key of every disruption). `sim.sfn_workflows.SimulatedWorkflows` implements the
 `DisruptionWorkflow` and `RotationWorkflow` ports on top of it, with `workflow.definition`'s real documents.
@@ -38,6 +41,7 @@ import json
 from collections.abc import Callable, Generator, Mapping
 from typing import Any, Final, Protocol
 
+from longshore_sim import asl_states
 from longshore_sim.asl import (
     JSON,
     START_EXECUTION,
@@ -46,11 +50,7 @@ from longshore_sim.asl import (
     SimulatorError,
     StatesError,
     error_matches,
-    evaluate_rule,
-    is_typed,
     json_copy,
-    parse_time,
-    read_path,
     resolve_template,
     validate_definition,
     write_path,
@@ -259,21 +259,6 @@ class StepFunctionsSimulator:
             HistoryEvent(self._now, f"Execution{status.title().replace('_', '')}", detail=error or "")
         )
 
-    def _context(self, execution: Execution, state: str, entered: float, retries: int) -> dict[str, Any]:
-        return {
-            "Execution": {
-                "Id": execution.arn,
-                "Name": execution.name,
-                "Input": execution.input,
-                "StartTime": iso_time(execution.started_at),
-            },
-            "StateMachine": {
-                "Id": execution.state_machine_arn,
-                "Name": execution.state_machine_arn.rsplit(":", 1)[-1],
-            },
-            "State": {"Name": state, "EnteredTime": iso_time(entered), "RetryCount": retries},
-        }
-
     def _run_machine(self, execution: Execution, definition: Definition) -> Generator[Blocked, None, JSON]:
         output = yield from self._run_graph(execution, definition, execution.input, None)
         return output
@@ -293,45 +278,34 @@ class StepFunctionsSimulator:
             steps += 1
             if steps > _MAX_STEPS_WITHOUT_WAIT:
                 raise StatesError("States.Runtime", f"{where}: {steps} transitions without an end")
-            context = self._context(execution, name, entered, 0)
+            context = execution.context_object(name, entered, 0)
             if map_item is not None:
                 context["Map"] = {"Item": map_item}
-            effective = self._input_path(state, data, where)
+            effective = asl_states.input_path(state, data, where)
             next_name: str | None = state.get("Next")
             if kind == "Pass":
-                result = (
-                    resolve_template(state["Parameters"], effective, context, f"{where}.Parameters")
-                    if "Parameters" in state
-                    else effective
-                )
-                result = state.get("Result", result)
-                output = self._output(state, data, result, where)
+                result = asl_states.pass_result(state, effective, context, where)
+                output = asl_states.output(state, data, result, where)
             elif kind == "Choice":
-                next_name = self._choose(state, effective, context, where)
-                output = self._output_path(state, effective, where)
+                next_name = asl_states.choose(state, effective, context, where)
+                output = asl_states.output_path(state, effective, where)
             elif kind == "Wait":
-                until = self._wait_until(state, effective, where)
+                until = asl_states.wait_until(state, effective, self._now, where)
                 if until > self._now:
                     yield Blocked(until=until)
-                output = self._output_path(state, effective, where)
+                output = asl_states.output_path(state, effective, where)
             elif kind == "Succeed":
                 self._event(execution, "SucceedStateExited", name)
-                return self._output_path(state, effective, where)
+                return asl_states.output_path(state, effective, where)
             elif kind == "Fail":
-                error = state.get("Error") or (
-                    read_path(effective, state["ErrorPath"], where) if "ErrorPath" in state else "States.Fail"
-                )
-                cause = state.get("Cause") or (
-                    read_path(effective, state["CausePath"], where) if "CausePath" in state else ""
-                )
-                raise StatesError(str(error), str(cause))
+                raise asl_states.failure(state, effective, where)
             elif kind in ("Task", "Map"):
                 try:
                     if kind == "Task":
                         result = yield from self._task_with_retry(execution, state, effective, context, where)
                     else:
                         result = yield from self._map(execution, state, effective, context, where)
-                    output = self._output(state, data, result, where)
+                    output = asl_states.output(state, data, result, where)
                 except StatesError as failure:
                     catcher = next(
                         (c for c in state.get("Catch", ()) if error_matches(failure.error, c["ErrorEquals"])),
@@ -352,52 +326,6 @@ class StepFunctionsSimulator:
             data = output
             name = next_name
 
-    # -- state helpers ----------------------------------------------------------------------------------------
-    @staticmethod
-    def _input_path(state: Mapping[str, Any], data: JSON, where: str) -> JSON:
-        if "InputPath" not in state:
-            return data
-        path = state["InputPath"]
-        return {} if path is None else read_path(data, path, f"{where}.InputPath")
-
-    @staticmethod
-    def _output_path(state: Mapping[str, Any], data: JSON, where: str) -> JSON:
-        if "OutputPath" not in state:
-            return data
-        path = state["OutputPath"]
-        return {} if path is None else read_path(data, path, f"{where}.OutputPath")
-
-    def _output(self, state: Mapping[str, Any], raw_input: JSON, result: JSON, where: str) -> JSON:
-        combined = write_path(raw_input, state.get("ResultPath", "$"), result, f"{where}.ResultPath")
-        return self._output_path(state, combined, where)
-
-    @staticmethod
-    def _choose(state: Mapping[str, Any], data: JSON, context: JSON, where: str) -> str:
-        for index, rule in enumerate(state.get("Choices", ())):
-            if evaluate_rule(rule, data, context, f"{where}.Choices[{index}]"):
-                return str(rule["Next"])
-        if "Default" in state:
-            return str(state["Default"])
-        raise StatesError(
-            "States.NoChoiceMatched", f"{where}: no Choice rule matched and there is no Default"
-        )
-
-    def _wait_until(self, state: Mapping[str, Any], data: JSON, where: str) -> float:
-        if "Seconds" in state:
-            return self._now + float(state["Seconds"])
-        if "SecondsPath" in state:
-            seconds = read_path(data, state["SecondsPath"], f"{where}.SecondsPath")
-            if not is_typed(seconds, (int, float)) or seconds < 0:
-                raise StatesError(
-                    "States.Runtime", f"{where}: SecondsPath gave {seconds!r}, not seconds >= 0"
-                )
-            return self._now + float(seconds)
-        if "Timestamp" in state:
-            return parse_time(str(state["Timestamp"]), where)
-        if "TimestampPath" in state:
-            return parse_time(str(read_path(data, state["TimestampPath"], f"{where}.TimestampPath")), where)
-        raise SimulatorError(f"{where}: a Wait needs Seconds, SecondsPath, Timestamp or TimestampPath")
-
     def _task_with_retry(
         self, execution: Execution, state: Mapping[str, Any], data: JSON, context: dict[str, Any], where: str
     ) -> Generator[Blocked, None, JSON]:
@@ -413,15 +341,10 @@ class StepFunctionsSimulator:
                 )
                 if index is None:
                     raise
-                retrier = retriers[index]
                 done = attempts.get(index, 0)
-                if done >= int(retrier.get("MaxAttempts", 3)):
+                interval = asl_states.retry_delay(retriers[index], done)
+                if interval is None:
                     raise
-                interval = (
-                    float(retrier.get("IntervalSeconds", 1)) * float(retrier.get("BackoffRate", 2.0)) ** done
-                )
-                if "MaxDelaySeconds" in retrier:
-                    interval = min(interval, float(retrier["MaxDelaySeconds"]))
                 attempts[index] = done + 1
                 context["State"]["RetryCount"] = sum(attempts.values())
                 yield Blocked(until=self._now + interval)
@@ -433,12 +356,7 @@ class StepFunctionsSimulator:
     def _task(
         self, execution: Execution, state: Mapping[str, Any], data: JSON, context: dict[str, Any], where: str
     ) -> Generator[Blocked, None, JSON]:
-        payload = (
-            resolve_template(state["Parameters"], data, context, f"{where}.Parameters")
-            if "Parameters" in state
-            else data
-        )
-        payload = json_copy(payload, f"{where}.Parameters")
+        payload = asl_states.task_payload(state, data, context, where)
         resource: str = state["Resource"]
         if resource == START_EXECUTION_SYNC:
             result = yield from self._nested(execution, payload, where)
@@ -471,9 +389,7 @@ class StepFunctionsSimulator:
                 "StepFunctions.StateMachineDoesNotExistException", f"{where}: no state machine {arn}"
             )
         name = str(payload.get("Name") or "")
-        child_input = payload.get("Input", {})
-        if isinstance(child_input, str):
-            child_input = json.loads(child_input)
+        child_input = asl_states.child_input(payload)
         child = self._start(name, arn, definition, child_input, parent=None)
         if child is None:
             raise StatesError("StepFunctions.ExecutionAlreadyExistsException", f"{where}: {name} exists")
@@ -489,9 +405,7 @@ class StepFunctionsSimulator:
                 "StepFunctions.StateMachineDoesNotExistException", f"{where}: no state machine {arn}"
             )
         name = str(payload.get("Name") or f"{execution.name}-child-{len(self._order)}")
-        child_input = payload.get("Input", {})
-        if isinstance(child_input, str):
-            child_input = json.loads(child_input)
+        child_input = asl_states.child_input(payload)
         self._event(execution, "TaskScheduled", state=where)
         child = self._start(name, str(arn), definition, child_input, parent=execution)
         if child is None:
@@ -514,17 +428,7 @@ class StepFunctionsSimulator:
     def _map(
         self, execution: Execution, state: Mapping[str, Any], data: JSON, context: dict[str, Any], where: str
     ) -> Generator[Blocked, None, JSON]:
-        items = read_path(data, state.get("ItemsPath", "$"), f"{where}.ItemsPath")
-        if not isinstance(items, list):
-            raise StatesError(
-                "States.Runtime", f"{where}: ItemsPath gave {type(items).__name__}, not an array"
-            )
-        if "MaxConcurrencyPath" in state:
-            limit = read_path(data, state["MaxConcurrencyPath"], f"{where}.MaxConcurrencyPath")
-        else:
-            limit = state.get("MaxConcurrency", 0)
-        if not is_typed(limit, int) or limit < 0:
-            raise StatesError("States.Runtime", f"{where}: MaxConcurrency {limit!r} is not an integer >= 0")
+        items, limit = asl_states.map_items(state, data, where)
         processor: Definition = state.get("ItemProcessor") or state["Iterator"]
         selector = state.get("ItemSelector", state.get("Parameters"))
         results: list[JSON] = [None] * len(items)

@@ -278,7 +278,8 @@ class SimulatedWorld(WorldTraffic, WorldObservation):
         clock, the simulation's EC2, SSM and DynamoDB clients, the simulated workflows and the world as the
         interruption handler's provisioner trigger. With `config_text`, the config is the SSM parameter's, read
         again at every invocation as deployed; otherwise `config` is used as it is."""
-        from longshore.wiring.runtime import Runtime, RuntimeParts
+        from longshore.wiring.runtime import Runtime
+        from longshore.wiring.runtime_parts import RuntimeParts
 
         parts = RuntimeParts(
             clients={"ec2": self.ec2, "ssm": self.ssm, "dynamodb": self.dynamodb},

@@ -94,7 +94,8 @@ class _Clock:
 
 def _runtime(client: Any, clock: _Clock) -> Any:
     from longshore.config.settings import RuntimeSettings
-    from longshore.wiring.runtime import Runtime, RuntimeParts
+    from longshore.wiring.runtime import Runtime
+    from longshore.wiring.runtime_parts import RuntimeParts
 
     settings = RuntimeSettings(
         cluster_name="demo", region="us-east-1", config_parameter="/p", table_name="longshore"

@@ -74,7 +74,7 @@ def _container(ssm: FakeSsm, carried: list[tuple[Any, Any]]) -> Container[Runtim
 
 
 def _parts(ssm: FakeSsm) -> Any:
-    from longshore.wiring.runtime import RuntimeParts
+    from longshore.wiring.runtime_parts import RuntimeParts
 
     return RuntimeParts(clients={"ssm": ssm})
 

@@ -21,7 +21,8 @@ Rules:
   a cluster object replaced with an incompatible one), the config alone is used and every cluster object is
   reported as not used, with the reason.
 - Only `metadata.name`, `labels`, `annotations` and `spec` of an object are read; status and server fields
-  are ignored.
+  are ignored. `read_fingerprint` is exactly that read, so two object lists with equal fingerprints merge
+  alike (what `wiring.runtime.Runtime.refreshed` compares).
 """
 
 from __future__ import annotations
@@ -206,3 +207,15 @@ def _judge(check: Callable[[Mapping[str, Any]], object], obj: Mapping[str, Any])
     except ConfigErrors as errors:
         return ObjectVerdict(kind, name, valid=False, message=str(errors), used=False)
     return ObjectVerdict(kind, name, valid=True)
+
+
+def read_fingerprint(objects: tuple[dict[str, Any], ...]) -> tuple[tuple[str, str, str], ...]:
+    """What the merge reads of each object (the rule above: name, labels, annotations, spec), never
+    its status or resourceVersion: the provisioner writes the pools' status after every invocation, and a
+    status write must not rebuild every function at its next pass."""
+    out = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        read = repr((meta.get("labels"), meta.get("annotations"), obj.get("spec")))
+        out.append((str(obj.get("kind")), str(meta.get("name")), read))
+    return tuple(sorted(out))

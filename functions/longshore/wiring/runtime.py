@@ -25,13 +25,8 @@ module global, which is what makes the wiring once per cold start.
   `build_*` makes all its decisions, logs and measures them (`ShadowWould*` metrics into `metrics`) and writes
   nothing there. Reads still go to the real cluster and cloud; the claim table (Longshore's own state) is written.
 - Tests and the simulation pass their own `session`, `clock`, `config_text` or `kube_endpoint` (the API
-  emulator's loopback URL instead of the EKS endpoint). An injected clock also drives the Kubernetes client's
-  retry waits; without one, `adapters.clock.WallClock` and `KubeCluster`'s own wall-clock defaults are used.
-  `Runtime.assembled` also takes `RuntimeParts`: clients made elsewhere (the simulation's EC2 client carrying
-  its fleet emulator, its DynamoDB client with one botocore attempt), the workflow port, the catalog, the
-  provisioner trigger, a parsed config used as it is, and whether pod and node lists use the watch cache (its
-  catch-up waits for the server to be quiet in wall time, which a virtual-time simulation cannot afford). Every
-  `build_*` then wires those exactly as it wires the production ones.
+  emulator's loopback URL instead of the EKS endpoint), and `Runtime.assembled` takes `RuntimeParts`
+  (`wiring.runtime_parts`: what is injected, and the rules for it).
 - Every Kubernetes adapter of a runtime shares its `kube_budget` (`adapters.kube.retry.CallBudget`), whose
   deadline each handler sets from the Lambda context: no Kubernetes call outlives the invocation.
 
@@ -40,8 +35,7 @@ Adapters are imported inside the properties that build them, so importing this m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +45,7 @@ from longshore.ports.karpenter import KarpenterObjects
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.triggers import ProvisionerTrigger
+from longshore.wiring.runtime_parts import RuntimeParts
 
 if TYPE_CHECKING:
     from longshore.adapters.aws.dynamodb import (
@@ -59,41 +54,16 @@ if TYPE_CHECKING:
         DynamoOfferingAvailability,
         DynamoTable,
     )
+    from longshore.adapters.aws.retry import LazyClient
     from longshore.adapters.aws.userdata import ClusterInfo
     from longshore.adapters.kube.retry import CallBudget
     from longshore.config.settings import RuntimeSettings
     from longshore.core.catalog import Catalog
-    from longshore.core.model import ClusterConfig, NodeClass
+    from longshore.core.model import ClusterConfig
     from longshore.services.disruption import SurgeWorkflow
 
 CONFIG_MAX_AGE_S = 0  # read before every pass: a changed config takes effect at the next pass
 PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1 only
-
-
-class LazyClient:
-    """A boto3 client created on first use: IAM and Pricing are needed only to launch or refresh prices, so
-    they are kept off the cold start."""
-
-    def __init__(self, make: Callable[[], Any]) -> None:
-        self._make = make
-        self._client: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._client is None:
-            self._client = self._make()
-        return getattr(self._client, name)
-
-
-@dataclass(frozen=True)
-class RuntimeParts:
-    """Parts given to a `Runtime` instead of the ones it would make (tests and the simulation)."""
-
-    clients: Mapping[str, Any] = field(default_factory=dict)  # service -> client, in the function's region
-    workflows: SurgeWorkflow | None = None  # the disruption and rotation workflows
-    catalog: Callable[[], Catalog] | None = None  # the priced catalog (moto has no Pricing API)
-    provisioner_trigger: ProvisionerTrigger | None = None  # what the interruption handler wakes
-    config: ClusterConfig | None = None  # a parsed config used as it is, never re-read
-    watch_cache: bool = True  # False: unfiltered pod and node lists go to the API server every time
 
 
 class Runtime:
@@ -172,6 +142,8 @@ class Runtime:
         return self._clients[key]
 
     def lazy_client(self, service: str, region: str | None = None) -> LazyClient:
+        from longshore.adapters.aws.retry import LazyClient
+
         return LazyClient(lambda: self.client(service, region))
 
     @cached_property
@@ -296,7 +268,11 @@ class Runtime:
         for kept in kept_properties:  # so do the cluster's access and the invocation's time for it
             if kept in self.__dict__:
                 fresh.__dict__[kept] = self.__dict__[kept]
-        if text == built_on and _fingerprint(fresh.cluster_objects) == _fingerprint(self.cluster_objects):
+        from longshore.config.cluster_objects import read_fingerprint
+
+        if text == built_on and read_fingerprint(fresh.cluster_objects) == read_fingerprint(
+            self.cluster_objects
+        ):
             return None
         return fresh
 
@@ -431,33 +407,19 @@ class Runtime:
     @cached_property
     def reservations(self) -> CapacityReservations:
         """The node classes' capacity reservations (DescribeCapacityReservations, cached 60 s per term)."""
-        from longshore.adapters.aws.network import select_subnets
+        from longshore.adapters.aws.network import node_class_zones
         from longshore.adapters.aws.reservations import Ec2CapacityReservations
 
         ec2 = self.client("ec2")
-
-        def zones(node_class: NodeClass) -> frozenset[str]:
-            return frozenset(
-                s.zone for s in select_subnets(ec2, node_class.subnet_selector_terms, node_class.name)
-            )
-
-        return Ec2CapacityReservations(ec2, zones)
+        return Ec2CapacityReservations(ec2, lambda node_class: node_class_zones(ec2, node_class))
 
     @cached_property
     def subnet_zones(self) -> tuple[str, ...]:
         """The zones the node classes have subnets in (EC2 DescribeSubnets per node class)."""
-        from longshore.adapters.aws.network import select_subnets
+        from longshore.adapters.aws.network import node_class_zones
 
         ec2 = self.client("ec2")
-        return tuple(
-            sorted(
-                {
-                    subnet.zone
-                    for node_class in self.config.node_classes
-                    for subnet in select_subnets(ec2, node_class.subnet_selector_terms, node_class.name)
-                }
-            )
-        )
+        return tuple(sorted({zone for nc in self.config.node_classes for zone in node_class_zones(ec2, nc)}))
 
     def catalog_loader(self, zones: Iterable[str] | None = None) -> Callable[[], Catalog]:
         """Reads the priced catalog (offerings in `zones` only, when given) each time it is called."""
@@ -507,15 +469,3 @@ class Runtime:
         return LambdaProvisionerTrigger(
             self.client("lambda"), self.settings.require("provisioner_function_name")
         )
-
-
-def _fingerprint(objects: tuple[dict[str, Any], ...]) -> tuple[tuple[str, str, str], ...]:
-    """What the merge reads of each object (`config.cluster_objects`: name, labels, annotations, spec), never
-    its status or resourceVersion: the provisioner writes the pools' status after every invocation, and a
-    status write must not rebuild every function at its next pass."""
-    out = []
-    for obj in objects:
-        meta = obj.get("metadata") or {}
-        read = repr((meta.get("labels"), meta.get("annotations"), obj.get("spec")))
-        out.append((str(obj.get("kind")), str(meta.get("name")), read))
-    return tuple(sorted(out))

@@ -83,6 +83,11 @@ def select_subnets(ec2: Any, terms: Iterable[SelectorTerm], node_class: str = ""
     return tuple(sorted(found.values(), key=lambda s: (s.zone, s.subnet_id)))
 
 
+def node_class_zones(ec2: Any, node_class: NodeClass) -> frozenset[str]:
+    """The zones `node_class` has subnets in (its `subnetSelectorTerms`; none matching is a `SelectionError`)."""
+    return frozenset(s.zone for s in select_subnets(ec2, node_class.subnet_selector_terms, node_class.name))
+
+
 def subnet_per_zone(subnets: Iterable[Subnet]) -> dict[str, Subnet]:
     """For each zone, the subnet with the most available IPs (ties: lowest id)."""
     best: dict[str, Subnet] = {}

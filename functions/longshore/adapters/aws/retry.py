@@ -9,6 +9,9 @@ the simulation), and then re-raises, so a throttled run fails one claim cleanly 
 DynamoDB holds every decision's state, so its calls go through `PatientClient`: throttling *and* server errors
 (5xx) get the same bounded backoff after botocore's own attempts, so a pass survives a throttled table instead
 of failing its invocation. Conditional-check failures and other 4xx pass through at once: they are answers.
+
+A `LazyClient` makes its client at its first attribute access and never before, so a client a function
+rarely needs (IAM, Pricing) costs nothing at cold start; it then answers as the client itself would.
 """
 
 from __future__ import annotations
@@ -117,3 +120,17 @@ class PatientClient:
 def client(session: Any, service: str, region: str | None = None) -> Any:
     """A boto3 client of `session` with Longshore's retry configuration (the way handlers should create them)."""
     return session.client(service, region_name=region, config=CLIENT_CONFIG)
+
+
+class LazyClient:
+    """A boto3 client created on first use: IAM and Pricing are needed only to launch or refresh prices, so
+    they are kept off the cold start."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return getattr(self._client, name)

@@ -22,7 +22,7 @@ from longshore.core.scheduling.solver_existing import could_fit_any
 from longshore.core.scheduling.solver_state import Placed, PodClass, SolverState, Unit
 from longshore.core.scheduling.templates import POD_SLOT
 from longshore.services import snapshot
-from longshore.services.lifecycle import observe, observe_all
+from longshore.services.node_observations import observe, observe_all
 from longshore.services.warm_snapshot import WarmSnapshot
 from tests.builders import (
     anti_affinity,

@@ -1,9 +1,9 @@
 """Node lifecycle, once per provisioner pass: registration, initialization, timeouts, lost instances and orphans.
 
 Theory of operation: `reconcile_lifecycle` reads every claim (store), every instance tagged for the cluster
-(`Instances.list_owned`, one DescribeInstances) and the Nodes of the pass's snapshot, asks the pure
-`core.claims.decide_lifecycle` what to do next for each claim and `decide_orphans` which instances nobody owns,
-and carries the decisions out through the ports:
+(`Instances.list_owned`, one DescribeInstances) and the Nodes of the pass's snapshot (as
+`services.node_observations` reads them), asks the pure `core.claims.decide_lifecycle` what to do next for
+each claim and `decide_orphans` which instances nobody owns, and carries the decisions out through the ports:
 
     adopt                 a `launching` claim whose instance exists (a run died after CreateFleet): record it
     register              the Node with the claim's providerID appeared: label the Node
@@ -65,8 +65,8 @@ from longshore.ports.kube import Cluster, NodePatch
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore
 from longshore.ports.workflow import DisruptionWorkflow
+from longshore.services.node_observations import observe_all
 from longshore.services.reservation_sync import relabel_left_reservations
-from longshore.services.snapshot import node_ready, node_taints, provider_id_of
 
 log = logging.getLogger(__name__)
 
@@ -114,41 +114,6 @@ def _assumed_alive(claim: NodeClaim) -> CloudInstance | None:
         nodepool=claim.nodepool,
         created_at=claim.launched_at or claim.created_at,
     )
-
-
-def observe(node: Mapping[str, Any]) -> NodeObservation:
-    metadata = node.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    return NodeObservation(
-        name=str(metadata.get("name") or ""),
-        provider_id=provider_id_of(node),
-        ready=node_ready(node),
-        taints=node_taints(node),
-        labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-        deleting=bool(metadata.get("deletionTimestamp")),
-        finalizers=tuple(str(f) for f in metadata.get("finalizers") or ()),
-    )
-
-
-_OBSERVED: dict[int, tuple[Mapping[str, Any], NodeObservation]] = {}
-"""The last pass's observations by node object identity (each entry keeps its object alive): the watch cache
-hands back the same dict for a node that did not change, so a warm pass observes only the nodes that did."""
-
-
-def observe_all(nodes: Iterable[Mapping[str, Any]]) -> list[NodeObservation]:
-    """`observe` of each node, reusing the last pass's for the same objects (listed objects are read-only)."""
-    global _OBSERVED
-    kept = _OBSERVED
-    seen: dict[int, tuple[Mapping[str, Any], NodeObservation]] = {}
-    observed: list[NodeObservation] = []
-    for node in nodes:
-        entry = kept.get(id(node))
-        if entry is None or entry[0] is not node:
-            entry = (node, observe(node))
-        seen[id(node)] = entry
-        observed.append(entry[1])
-    _OBSERVED = seen  # what is no longer listed is forgotten
-    return observed
 
 
 def _startup_taints(config: ClusterConfig, claim: NodeClaim) -> tuple[Taint, ...]:

@@ -107,10 +107,16 @@ class LimitedFallbacks:
         """Whether the limits hold even if every claim of these (type names, chosen type, replicas) patterns
         launches its largest fallback type (then no list needs filtering: pools with roomy limits)."""
         extra = [0] * len(self.slack)
+        most: dict[tuple[tuple[str, ...], str], list[int]] = {}  # patterns share lists: each once
         for names, chosen, replicas in patterns:
-            base = self.usage[chosen]
+            over = most.get((names, chosen))
+            if over is None:
+                base = self.usage[chosen]
+                over = most[(names, chosen)] = [
+                    max(0, *(self.usage[name][r] - base[r] for name in names)) for r in range(len(extra))
+                ]
             for r in range(len(extra)):
-                extra[r] += replicas * max(0, *(self.usage[name][r] - base[r] for name in names))
+                extra[r] += replicas * over[r]
         return all(e <= s for e, s in zip(extra, self.slack, strict=True))
 
     def take(
@@ -270,9 +276,9 @@ def claim_shape(
     narrowing: tuple[Requirements, tuple[str, ...]],
 ) -> ClaimShape:
     """The requirements, labels, requests and domains of a claim for `contents` priced at `offer_index`."""
-    load = Resources()
-    for k, count in contents:
-        load = load + units[k].cls.requests.scale(count)
+    load = Resources.of(  # the sum of each item's requests times its count, in one pass
+        (name, amount * count) for k, count in contents for name, amount in units[k].cls.requests.items
+    )
     offered, type_names = narrowing
     memo_key = (template.name, tuple(units[k].requirements for k, _ in contents), offered)
     requirements = solver.claim_requirements.get(memo_key)  # patterns alike share them
@@ -317,9 +323,11 @@ def add_claim(
         counts.append(len(taken))
     load = shape.load
     if tuple(counts) != shape.counts:  # fewer pods left than packed: the requests of those taken
-        load = Resources()
-        for (k, _), count in zip(contents, counts, strict=True):
-            load = load + units[k].cls.requests.scale(count)
+        load = Resources.of(
+            (name, amount * count)
+            for (k, _), count in zip(contents, counts, strict=True)
+            for name, amount in units[k].cls.requests.items
+        )
     number = solver.claim_counter.get(template.name, 0) + 1
     solver.claim_counter[template.name] = number
     name = f"{template.name}-{number}"

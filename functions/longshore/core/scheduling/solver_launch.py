@@ -219,11 +219,15 @@ def _take_result(
     solver.fallback_cache = {}
     solver.offering_options = {}
     patterns = []
+    # per fallback list (fallback_offerings hands out one object per list): its requirements, once
+    narrowings: dict[int, tuple[Requirements, tuple[str, ...]]] = {}
     for node in result.nodes:
         fallback = fallback_offerings(
             solver, template, items, offers, options, rooms, node.offer, node.contents
         )
-        narrowing = offering_requirements(fallback)  # once per pattern, not per replica
+        narrowing = narrowings.get(id(fallback))
+        if narrowing is None:  # the list stays alive in solver.fallback_cache: its id is not reused
+            narrowing = narrowings[id(fallback)] = offering_requirements(fallback)
         patterns.append((node, fallback, narrowing, options[offers[node.offer].type_index].name))
     limited = LimitedFallbacks.of(types, limit_room, result.nodes, offers) if limit_room is not None else None
     if limited is not None and limited.hold_anyway([(p[2][1], p[3], p[0].replicas) for p in patterns]):

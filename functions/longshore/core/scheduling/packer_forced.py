@@ -1,4 +1,9 @@
-"""Step 3: nodes capped items force, each topped up with a fair share of filler pods."""
+"""Step 3: nodes capped items force, each topped up with a fair share of filler pods.
+
+A round's nodes that would top up to exactly the pods of the node before are added at once (`_repeats`,
+from the slack `_top_up_node` reports): the same nodes as topping each one up, at one top-up per distinct
+node.
+"""
 
 from __future__ import annotations
 

@@ -232,6 +232,7 @@ def _forced_mix(seed):
 
 
 @pytest.mark.parametrize("seed", range(12))
+@pytest.mark.slow
 def test_forced_rounds_add_repeated_nodes_arithmetically_with_the_same_plan(seed, monkeypatch):
     """A forced round adds the nodes that would top up to the same pods without filling them one by one
     (`packer_forced._repeats`): the plan is the one node-by-node top-ups make, with fewer top-ups."""

@@ -209,3 +209,47 @@ def test_a_node_holding_more_seed_pods_wins_within_the_slack_only_in_the_seed_fi
     assert _better(1.04, 1.04, 3, best, 0, 0.03)
     assert not _better(0.98, 0.98, 5, best, 0, 0.0)  # the other members: value per price only
     assert _better(1.01, 1.01, 3, best, 0, 0.0)
+
+
+def _forced_mix(seed):
+    """Anti-affine classes (one pod per node, shared group) and hostname-capped ones beside filler classes
+    of few pods each, so fillers run out part-way through a forced round."""
+    rng = random.Random(seed)
+    types = [
+        BinType(f"t{size}-{shape}", (size * 1000 - 100, (size * shape * 1024 - 300) * 2**20, 58))
+        for size in (2, 4, 8, 16)
+        for shape in (2, 4, 8)
+    ]
+    offers = [Offer(t, "a", "od", 0.01 * rng.uniform(0.9, 1.1) * types[t].room[0] / 1000) for t in range(12)]
+    everything = (1 << len(offers)) - 1
+    items = [Item(rng.randint(10, 80), (rng.choice((100, 250, 500)), 2**28, 1), everything, groups=((0, 1),))]
+    items.append(Item(rng.randint(5, 40), (250, 2**29, 1), everything, cap=rng.randint(1, 3)))
+    for _ in range(rng.randint(3, 9)):
+        cpu = rng.choice((100, 250, 500, 1000, 1500))
+        memory = rng.choice((100, 256, 512, 1024, 2048, 4096)) * 2**20
+        items.append(Item(rng.randint(1, 60), (cpu, memory, 1), everything))
+    return items, types, offers
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.slow
+def test_forced_rounds_add_repeated_nodes_arithmetically_with_the_same_plan(seed, monkeypatch):
+    """A forced round adds the nodes that would top up to the same pods without filling them one by one
+    (`packer_forced._repeats`): the plan is the one node-by-node top-ups make, with fewer top-ups."""
+    import longshore.core.scheduling.packer_forced as forced
+
+    items, types, offers = _forced_mix(seed)
+    calls = [0]
+    top_up = forced._top_up_node
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return top_up(*args, **kwargs)
+
+    monkeypatch.setattr(forced, "_top_up_node", counted)
+    fast = pack(items, types, offers)
+    fast_calls, calls[0] = calls[0], 0
+    monkeypatch.setattr(forced, "_repeats", lambda *args: 0)
+    slow = pack(items, types, offers)
+    assert fast == slow
+    assert fast_calls < calls[0]

@@ -93,6 +93,39 @@ def test_constraints_are_parsed():
     )
 
 
+def test_placement_keys_group_pods_exactly_as_their_signatures_do():
+    """The solver groups pods by `placement_key` (cheaper than building a signature per pod): two pods have
+    equal keys exactly when their signatures are equal, and the signature keeps what the key does."""
+    from dataclasses import replace
+
+    base = pod_from_manifest(pod_manifest("a", labels={"app": "x"}, owner=("ReplicaSet", "rs")))
+    pods = [
+        base,
+        replace(
+            base, name="b", uid="u-b", node_name="n1", phase="Running", created_at="2026-01-01T00:00:00Z"
+        ),
+        replace(base, labels=(*base.labels, ("statefulset.kubernetes.io/pod-name", "a-0"))),
+        replace(base, annotations=(("note", "x"),)),
+        replace(base, labels=(("app", "y"),)),
+        replace(base, namespace="other"),
+        replace(base, priority=10),
+        replace(base, owner_name="rs2"),
+        pod_from_manifest(pod_manifest("c", cpu="2", labels={"app": "x"}, owner=("ReplicaSet", "rs"))),
+        pod_from_manifest(
+            pod_manifest("d", labels={"app": "x"}, owner=("ReplicaSet", "rs"), host_ports=[80])
+        ),
+        pod_from_manifest(
+            pod_manifest("e", labels={"app": "x"}, owner=("ReplicaSet", "rs"), node_selector={"disk": "ssd"})
+        ),
+    ]
+    for one in pods:
+        assert one.placement_signature().placement_key() == one.placement_key()
+        for other in pods:
+            same_key = one.placement_key() == other.placement_key()
+            assert same_key == (one.placement_signature() == other.placement_signature())
+    assert len({pod.placement_key() for pod in pods}) == len(pods) - 3  # name/uid/node, per-pod label, notes
+
+
 @pytest.mark.parametrize(
     ("mutate", "path", "value"),
     [

@@ -125,6 +125,29 @@ class PreferredNodeTerm:
     requirements: tuple[Requirement, ...]
 
 
+#: `Pod.placement_key`: namespace, labels without `PER_POD_LABELS`, requests, node selector, required and
+#: preferred node terms, pod affinity, anti-affinity and their preferred forms, tolerations, spreads, host
+#: ports, owner kind and name, priority.
+PlacementKey = tuple[
+    str,
+    Pairs,
+    Resources,
+    Pairs,
+    tuple[tuple[Requirement, ...], ...],
+    tuple[PreferredNodeTerm, ...],
+    tuple[PodAffinityTerm, ...],
+    tuple[PodAffinityTerm, ...],
+    tuple[PodAffinityTerm, ...],
+    tuple[PodAffinityTerm, ...],
+    tuple[Toleration, ...],
+    tuple[TopologySpread, ...],
+    tuple[HostPort, ...],
+    str,
+    str,
+    int,
+]
+
+
 @dataclass(frozen=True, slots=True)
 class Pod:
     """A pod, reduced to what scheduling, disruption and reporting need."""
@@ -198,24 +221,65 @@ class Pod:
             and not self.deleting
         )
 
+    def placement_key(self) -> PlacementKey:
+        """What `placement_signature` keeps, as a plain tuple: two pods have equal keys exactly when their
+        signatures are equal, and a key is much cheaper to build and hash than a `Pod` (the solver groups
+        20,000 pods by it and builds one signature per class)."""
+        return (
+            self.namespace,
+            tuple(kv for kv in self.labels if kv[0] not in PER_POD_LABELS),
+            self.requests,
+            self.node_selector,
+            self.required_node_terms,
+            self.preferred_node_terms,
+            self.pod_affinity,
+            self.pod_anti_affinity,
+            self.preferred_pod_affinity,
+            self.preferred_pod_anti_affinity,
+            self.tolerations,
+            self.topology_spread,
+            self.host_ports,
+            self.owner_kind,
+            self.owner_name,
+            self.priority,
+        )
+
     def placement_signature(self) -> Pod:
         """This pod with its identity removed: equal signatures schedule identically (the pod class key)."""
+        (
+            namespace,
+            labels,
+            requests,
+            node_selector,
+            required_node_terms,
+            preferred_node_terms,
+            pod_affinity,
+            pod_anti_affinity,
+            preferred_pod_affinity,
+            preferred_pod_anti_affinity,
+            tolerations,
+            topology_spread,
+            host_ports,
+            owner_kind,
+            owner_name,
+            priority,
+        ) = self.placement_key()
         return Pod(
-            namespace=self.namespace,
+            namespace=namespace,
             name="",
-            labels=tuple(kv for kv in self.labels if kv[0] not in PER_POD_LABELS),
-            requests=self.requests,
-            node_selector=self.node_selector,
-            required_node_terms=self.required_node_terms,
-            preferred_node_terms=self.preferred_node_terms,
-            pod_affinity=self.pod_affinity,
-            pod_anti_affinity=self.pod_anti_affinity,
-            preferred_pod_affinity=self.preferred_pod_affinity,
-            preferred_pod_anti_affinity=self.preferred_pod_anti_affinity,
-            tolerations=self.tolerations,
-            topology_spread=self.topology_spread,
-            host_ports=self.host_ports,
-            owner_kind=self.owner_kind,
-            owner_name=self.owner_name,
-            priority=self.priority,
+            labels=labels,
+            requests=requests,
+            node_selector=node_selector,
+            required_node_terms=required_node_terms,
+            preferred_node_terms=preferred_node_terms,
+            pod_affinity=pod_affinity,
+            pod_anti_affinity=pod_anti_affinity,
+            preferred_pod_affinity=preferred_pod_affinity,
+            preferred_pod_anti_affinity=preferred_pod_anti_affinity,
+            tolerations=tolerations,
+            topology_spread=topology_spread,
+            host_ports=host_ports,
+            owner_kind=owner_kind,
+            owner_name=owner_name,
+            priority=priority,
         )

@@ -22,8 +22,10 @@ is a list of node patterns, each replicated some number of times.
    cap allows, and its free room is *topped up* with other pods, up to a fair share of them (their value ÷
    the nodes still needed), so every forced node is filled instead of the first ones taking everything and
    the rest running nearly empty. The round's bin is chosen by trial top-ups (value ÷ price; among bins
-   within 2 % of the best, the cheapest). The fill order is computed once per round, so a round of R nodes
-   costs O(R × fillers touched), not R full searches. The portfolio also tries one alternative: when some
+   within 2 % of the best, the cheapest). The fill order is computed once per round, and the nodes that
+   would top up to exactly the pods of the one before (every filler's count still above what the node
+   takes of it, `packer_forced._repeats`) are added at once, so a round costs one top-up per distinct node,
+   not R full searches (nor R top-ups). The portfolio also tries one alternative: when some
    uncapped items are much dearer in their own offers than the capped ones (on-demand-only pods next to
    spot-friendly anti-affine ones: each group's cheapest price per unit of resource, 1.5× or more), their
    nodes are opened first, so the capped pods ride in their spare room; otherwise, with at most 100 forced

@@ -217,13 +217,9 @@ def holding(packer: PackerState, group: int, load: tuple[int, ...]) -> list[Cand
     return found
 
 
-def type_capacity_value(packer: PackerState, type_index: int, groups: int) -> float:
-    """An upper bound on the value a node of a type can hold: the best group's LP value of its room."""
-    return max(table[type_index] for table in _value_tables(packer, groups))
-
-
 def best_table(packer: PackerState, groups: int) -> list[float]:
-    """Per type, the best of `groups`' values of its room (memoised per set of tables, shared by forks)."""
+    """Per type, the best of `groups`' values of its room: an upper bound on the value a node of the type can
+    hold (memoised per set of tables, shared by forks)."""
     tables = _value_tables(packer, groups)
     if len(tables) == 1:
         return tables[0]

@@ -1,4 +1,9 @@
-"""Step 3: nodes capped items force, each topped up with a fair share of filler pods."""
+"""Step 3: nodes capped items force, each topped up with a fair share of filler pods.
+
+A round's nodes that would top up to exactly the pods of the node before are added at once (`_repeats`,
+from the slack `_top_up_node` reports): the same nodes as topping each one up, at one top-up per distinct
+node.
+"""
 
 from __future__ import annotations
 
@@ -92,14 +97,33 @@ def forced_nodes(packer: PackerState, seed: int, active: list[int], needed: int)
         rounds -= 1
     order = _fill_order(packer, cand, fillers_of[cand.groups], ranked)
     patterns: dict[tuple[tuple[int, int], ...], int] = {}
-    for _ in range(rounds):
+    opened = 0
+    while opened < rounds:
         take = min(per_node, left[seed])
         if take <= 0:
             break
-        contents = _top_up_node(packer, cand, seed, take, order, left, budget_of[cand.groups])
+        slack: dict[int, int] = {}
+        contents = _top_up_node(packer, cand, seed, take, order, left, budget_of[cand.groups], slack)
+        # the next nodes would repeat this top-up step by step while no count it read runs short:
+        # add them arithmetically (the same nodes, without the steps)
+        again = _repeats(contents, slack, seed, left[seed] if take == per_node else 0, rounds - opened - 1)
+        for k, count in contents.items():
+            left[k] -= count * again
         key = tuple(sorted(contents.items()))
-        patterns[key] = patterns.get(key, 0) + 1
+        patterns[key] = patterns.get(key, 0) + 1 + again
+        opened += 1 + again
     return [PackedNode(cand.offer, contents, count) for contents, count in patterns.items()]
+
+
+def _repeats(contents: dict[int, int], slack: dict[int, int], seed: int, seed_left: int, most: int) -> int:
+    """How many more nodes of a forced round would top up to exactly `contents`, at most `most`: each
+    takes the seed's `contents[seed]` pods from `seed_left` (0 when the last node took fewer than its
+    cap), and each filler's count may drop by at most its `slack` (`_top_up_node`) over all of them."""
+    again = min(most, seed_left // contents[seed])
+    for k, count in contents.items():
+        if k != seed and again > 0:
+            again = min(again, slack.get(k, 0) // count)
+    return max(again, 0)
 
 
 def _fillers(
@@ -213,9 +237,16 @@ def _top_up_node(
     order: FillOrder,
     left: list[int],
     budget: float,
+    slack: dict[int, int] | None = None,
 ) -> dict[int, int]:
     """Fill one node: `seed_count` seed pods, then fillers (worth at most about `budget`) steered towards
-    the node's own cpu:memory shape, then whatever still fits by value. Consumes from `left`."""
+    the node's own cpu:memory shape, then whatever still fits by value. Consumes from `left`.
+
+    The fill reads the counts left only through `take_limit`, as min(left, what the node takes of it
+    otherwise) (0 when nothing is left, and counts never grow). With `slack`, each filler the node read
+    with some left gets the least of left minus what it would take otherwise over those reads: a node
+    started with every filler's count lower by at most its slack takes exactly the same pods (the same
+    steps, the same results; a read at 0 stays 0). `forced_nodes` replicates the node that far."""
     items = packer.items
     room = packer.types[cand.type_index].room
     residual = [r - d * seed_count for r, d in zip(room, items[seed].demand, strict=True)]
@@ -226,15 +257,25 @@ def _top_up_node(
     values = packer.values
 
     def take_limit(k: int) -> int:
-        limit = left[k]
-        if limit <= 0:
+        have = left[k]
+        if have <= 0:
             return 0
         room_left = budget - spent[0]
         if room_left <= 0:
             return 0
-        limit = min(limit, math.ceil(room_left / values[k]))
-        item = items[k]
-        return within_item_limits(item, limit, taken.get(k, 0), group_used, residual)
+        if slack is None:
+            limit = min(have, math.ceil(room_left / values[k]))
+            return within_item_limits(items[k], limit, taken.get(k, 0), group_used, residual)
+        # what the node takes without the count left, then the count: the same min as above
+        limit = within_item_limits(
+            items[k], math.ceil(room_left / values[k]), taken.get(k, 0), group_used, residual
+        )
+        if limit > 0:
+            spare = have - limit if have > limit else 0
+            if spare < slack.get(k, spare + 1):
+                slack[k] = spare
+            return limit if limit < have else have
+        return 0
 
     def add(k: int, count: int) -> None:
         item = items[k]

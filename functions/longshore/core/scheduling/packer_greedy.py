@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from longshore.core.scheduling.packer_bins import holding, type_capacity_value
+from longshore.core.scheduling.packer_bins import best_table, holding
 from longshore.core.scheduling.packer_model import (
     CPU,
     MEMORY,
@@ -107,18 +107,21 @@ def _bounded_options(packer: PackerState, seed: int, active: list[int], shares: 
     """The bins that hold the seed within the limits, by decreasing efficiency bound (ties: cheaper)."""
     seed_demand = packer.items[seed].demand
     available: dict[int, float] = {}
+    best_of: dict[int, list[float]] = {}  # per set of groups, each type's best value (`best_table`)
     options: list[Candidate] = []
     for cand in holding(packer, packer.group_of[seed], seed_demand):
         if not packer.within_limits(cand.type_index, 1):
             packer.limit_blocked.add(seed)
             continue
-        if cand.groups not in available:
+        best = best_of.get(cand.groups)
+        if best is None:
             available[cand.groups] = sum(
                 min(packer.remaining[k], shares[k]) * packer.values[k]
                 for k in active
                 if cand.groups >> packer.group_of[k] & 1
             )
-        capacity_value = type_capacity_value(packer, cand.type_index, cand.groups)
+            best = best_of[cand.groups] = best_table(packer, cand.groups)
+        capacity_value = best[cand.type_index]
         cand.bound = (
             min(capacity_value * packer.bound_factor, available[cand.groups]) / cand.price
             if cand.price > 0
@@ -332,6 +335,9 @@ def _fill_around_seed(
     for k in by_value:
         if k not in allowed:
             continue
+        demand = items[k].demand
+        if demand[CPU] > residual[CPU] or demand[MEMORY] > residual[MEMORY]:
+            continue  # what take_limit would say, without the call: most items no longer fit
         limit = take_limit(k)
         if limit > 0:
             add(k, limit)

@@ -13,6 +13,7 @@ from longshore.core.scheduling.packer import BinType, Item, Offer, PackResult, p
 from longshore.core.scheduling.solver_claims import (
     LimitedFallbacks,
     add_claim,
+    claim_shape,
     fallback_offerings,
     min_values_narrow,
     offering_requirements,
@@ -218,22 +219,29 @@ def _take_result(
     solver.fallback_cache = {}
     solver.offering_options = {}
     patterns = []
+    # per fallback list (fallback_offerings hands out one object per list): its requirements, once
+    narrowings: dict[int, tuple[Requirements, tuple[str, ...]]] = {}
     for node in result.nodes:
         fallback = fallback_offerings(
             solver, template, items, offers, options, rooms, node.offer, node.contents
         )
-        narrowing = offering_requirements(fallback)  # once per pattern, not per replica
+        narrowing = narrowings.get(id(fallback))
+        if narrowing is None:  # the list stays alive in solver.fallback_cache: its id is not reused
+            narrowing = narrowings[id(fallback)] = offering_requirements(fallback)
         patterns.append((node, fallback, narrowing, options[offers[node.offer].type_index].name))
     limited = LimitedFallbacks.of(types, limit_room, result.nodes, offers) if limit_room is not None else None
     if limited is not None and limited.hold_anyway([(p[2][1], p[3], p[0].replicas) for p in patterns]):
         limited = None  # every claim may launch its largest fallback within the limits: nothing to filter
     for node, fallback, narrowing, chosen in patterns:
+        shape = None  # what the pattern's claims share, made again when the fallbacks change
         for _ in range(node.replicas):
             if limited is not None:  # each replica's fallbacks within what its predecessors left
                 fallback, narrowing = limited.take(fallback, chosen)
-            add_claim(
-                solver, template, units, offers, options, node.offer, node.contents, fallback, narrowing
-            )
+            if shape is None or shape.narrowing is not narrowing:
+                shape = claim_shape(
+                    solver, template, units, offers, options, node.offer, node.contents, narrowing
+                )
+            add_claim(solver, template, units, node.contents, fallback, shape)
     for k, unit in enumerate(units):
         if unit.pods:
             unit.reasons.append(

@@ -29,8 +29,9 @@ from longshore.core.scheduling.solver_state import SolverState
 def assign_reservations(solver: SolverState) -> None:
     """Give reserved claims a reservation each, within room (module docstring); drops claims left with no
     offering and records their pods as unschedulable."""
+    lists = {id(claim.offerings): claim.offerings for claim in solver.claims}  # replicas share one list
     if not any(found for _, found in solver.reservations) and not any(
-        o.capacity_type == RESERVED for claim in solver.claims for o in claim.offerings
+        o.capacity_type == RESERVED for offerings in lists.values() for o in offerings
     ):
         return
     room = room_left(solver.reservations)

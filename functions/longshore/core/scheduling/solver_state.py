@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from longshore.core import labels as wk
 from longshore.core.model import Taint
-from longshore.core.pods import LabelSelector, Pod, PodAffinityTerm, TopologySpread
+from longshore.core.pods import LabelSelector, PlacementKey, Pod, PodAffinityTerm, TopologySpread
 from longshore.core.quantity import format_quantity
 from longshore.core.requirements import RequirementError, Requirements
 from longshore.core.reservations import without_refused
@@ -235,20 +235,22 @@ class SolverState:
         return NodeState(node, base.labels, free, list(base.pods), base.taints)
 
     def pod_classes(self) -> list[PodClass]:
-        groups: dict[Pod, list[Pod]] = {}
+        groups: dict[PlacementKey, list[Pod]] = {}  # by key: a tuple is cheaper per pod than a signature
         for pod in self.inp.pods:
             if not pod.is_provisionable():
                 continue
-            groups.setdefault(pod.placement_signature(), []).append(pod)
-        classes = [
-            PodClass(
-                sorted(pods, key=lambda p: (p.created_at, p.name)),
-                sig,
-                sig.requests + POD_SLOT,
-                sig.label_map(),
+            groups.setdefault(pod.placement_key(), []).append(pod)
+        classes = []
+        for pods in groups.values():
+            sig = pods[0].placement_signature()
+            classes.append(
+                PodClass(
+                    sorted(pods, key=lambda p: (p.created_at, p.name)),
+                    sig,
+                    sig.requests + POD_SLOT,
+                    sig.label_map(),
+                )
             )
-            for sig, pods in groups.items()
-        ]
         # Karpenter's queue order: cpu, then memory, descending
         classes.sort(key=lambda c: (-c.requests.get("cpu"), -c.requests.get("memory"), c.pods[0].key))
         return classes

@@ -4,8 +4,10 @@ Rules: only node classes that select a group (`placementGroupSelector`) and that
 uses are looked up, each through the same port, so the provisioner, the disruption planner and the CLI offer
 the same partitions. A class that selects a group whose lookup answers None (the port logged why) is
 `unresolved`; each caller says what that means for it: the provisioner plans its pools with the key open
-(the launch then fails naming the node class and the field), the disruption planner disrupts none of their
-nodes but empty ones and plans no replacement in them (`core.disruption.state`).
+(the launch then fails naming the node class and the field); the disruption planner plans no replacement in
+them and disrupts none of their nodes gracefully but empty ones (`core.disruption.state`); the surge plan
+offers no claim in them (`services.replacement_plan`); `longshore plan` names the selector on stderr and plans
+them with the key open (`cli.placement_groups`).
 """
 
 from __future__ import annotations

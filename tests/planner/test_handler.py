@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 
 from longshore.adapters.aws.amis import ResolvedImages
+from longshore.adapters.aws.network import Ec2PlacementGroups
 from longshore.core.commands import DisruptionCommand
 from longshore.handlers import planner as planner_handler
 from longshore.wiring import planner as planner_wiring
@@ -159,6 +160,7 @@ def test_build_service_wires_the_production_adapters_from_the_environment(
         assert table.get("default-abc123") is not None  # the claims live in the table the environment names
         assert service.ports.images is not None
         assert service.ports.images.current_images(service.config.node_classes[0])  # AMIs from public SSM
+        assert isinstance(service.ports.placement_groups, Ec2PlacementGroups)  # as the provisioner's
 
 
 def test_a_quiet_cluster_costs_one_pass_per_invocation() -> None:

@@ -1,17 +1,26 @@
 """Turning Cluster-port manifests and claims into the planner's input: ownership, PDBs, disrupting nodes,
-unreadable pods and the pod-event clock behind consolidateAfter."""
+unreadable pods, the pod-event clock behind consolidateAfter and the node classes' placement groups (moto, with
+`longshore_sim.placement_groups` answering DescribePlacementGroups)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import boto3
+from moto import mock_aws
+
+from longshore.adapters.aws.network import Ec2PlacementGroups
 from longshore.adapters.memory import MemoryOfferingAvailability
 from longshore.core.disruption import planner
 from longshore.core.disruption.decisions import PassedOver, PassedOverKind
+from longshore.core.model import SelectorTerm
+from longshore.core.placement_groups import PlacementGroup
 from longshore.services.disruption_events import event_reason_for
 from longshore.services.disruption_snapshot import Snapshot, pdb_view, take_snapshot
 from longshore.services.pod_events import PodEventTracker
-from tests.planner.fakes import TYPES, PlannerWorld, cluster_config, node_manifest, running_pod
+from longshore_sim.placement_groups import PlacementGroups
+from tests.builders import node_class
+from tests.planner.fakes import TYPES, PlannerWorld, a_pool, cluster_config, node_manifest, running_pod
 from tests.workflow.fakes import START, stamp
 
 
@@ -143,3 +152,28 @@ def test_drift_hashes_come_from_the_claim_before_the_node_annotations() -> None:
     hashes = {n.name: n.nodepool_hash for n in snapshot_of(w).input.nodes}
 
     assert hashes == {"a": "v1-from-claim", "b": "v1-from-node"}
+
+
+def test_the_node_classes_placement_groups_are_looked_up_as_the_provisioner_does_and_failures_named() -> None:
+    hdfs = replace(node_class("hdfs"), placement_group=SelectorTerm(name="hdfs"))
+    gone = replace(node_class("gone"), placement_group=SelectorTerm(name="deleted-group"))
+    pools = (a_pool(), replace(a_pool("hdfs"), node_class="hdfs"), replace(a_pool("gone"), node_class="gone"))
+    w = PlannerWorld(
+        replace(cluster_config(*pools), node_classes=(*cluster_config().node_classes, hdfs, gone))
+    )
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        group = PlacementGroups().attach(ec2).create("hdfs", "partition", partition_count=3)
+        snap = take_snapshot(
+            w.cluster,
+            w.world.claims,
+            MemoryOfferingAvailability(),
+            TYPES,
+            w.config,
+            w.clock.now(),
+            placement_groups=Ec2PlacementGroups(ec2),
+        )
+
+    assert snap.input.placement_groups == (("hdfs", PlacementGroup(group.group_id, "hdfs", "partition", 3)),)
+    assert snap.input.placement_unresolved == frozenset({"gone"})  # InvalidPlacementGroup.Unknown: logged
+    assert snap.input.placement_blocker("gone") is not None and snap.input.placement_blocker("hdfs") is None

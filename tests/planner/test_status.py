@@ -195,6 +195,40 @@ def test_plan_without_pods_plans_the_reservations_of_a_file(
     )
 
 
+def test_plan_without_pods_offers_the_partitions_of_a_placement_groups_file(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    """`--placement-groups` in the live form: the cluster's EC2NodeClass selects from the file."""
+    from longshore.cli.plan import command as plan_command
+
+    for doc in yaml.safe_load_all(CONFIG):
+        if doc["kind"] == "EC2NodeClass":
+            doc["spec"]["placementGroupSelector"] = {"name": "hdfs"}
+        emulator.store.create("nodepools" if doc["kind"] == "NodePool" else "ec2nodeclasses", doc)
+    pending = pod_manifest("db", cpu="1", node_selector={"karpenter.k8s.aws/placement-group-partition": "2"})
+    pending["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    emulator.store.create("pods", pending, keep_status=True)
+    groups = tmp_path / "groups.yaml"
+    groups.write_text("- {GroupName: hdfs, GroupId: pg-1, Strategy: partition, PartitionCount: 3}\n")
+    args = ["--kubeconfig", str(kubeconfig(emulator, tmp_path)), "--cluster-name", "demo-cluster", "--json"]
+    result = CliRunner().invoke(
+        plan_command, [*args, "--placement-groups", str(groups)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    (claim,) = json.loads(result.stdout)["nodeclaims"]
+    labels = claim["labels"]
+    assert (
+        labels["karpenter.k8s.aws/placement-group-id"],
+        labels["karpenter.k8s.aws/placement-group-partition"],
+    ) == (
+        "pg-1",
+        "2",
+    )
+
+
 BUFFER_CONFIG = """apiVersion: longshore.io/v1alpha1
 kind: Cluster
 metadata: {name: demo-cluster}

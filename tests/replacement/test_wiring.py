@@ -20,6 +20,7 @@ from moto import mock_aws
 
 from longshore.adapters.aws import instance_types, pricing
 from longshore.adapters.aws import tags as tagnames
+from longshore.adapters.aws.network import Ec2PlacementGroups
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.services.replacement import ClusterReplacementLauncher, replacement_claim_id
@@ -88,6 +89,8 @@ def live_instances() -> list[dict[str, Any]]:
 def test_build_ports_wires_the_real_replacement_launcher(environment: FakeCluster) -> None:
     ports = workflow_steps.build_workflow_steps(Runtime.from_env())
     assert isinstance(ports.replacements, ClusterReplacementLauncher)
+    # the node classes' placement groups are looked up as the provisioner looks them up
+    assert isinstance(ports.replacements._planner._placement_groups, Ec2PlacementGroups)
 
     node = node_manifest("old", "i-0000000000000old1", instance_type="m5.large")
     node["metadata"]["labels"]["karpenter.sh/nodepool"] = "general"

@@ -17,7 +17,8 @@ answer (`cli.reservations`, the provisioner's selection): one `reserved` offerin
 the overlays as the engine adds them (`core.reservations.with_reservations`), priced at on-demand / 10,000,000,
 with its reservation's id, type, interruptibility and the instances it still has room for (`remaining`; 0 for a
 Capacity Block within 40 minutes of its end); a pool sees them only when it allows `karpenter.sh/capacity-type:
-reserved`. The table lists them per pool.
+reserved`. The table lists them per pool. With `--live` and no file, the reservations are read from AWS through
+the provisioner's reader (`cli.reservations.live_reservations`); the file, when given, is used instead.
 
 JSON schema (stable; quantities are Kubernetes quantity strings, prices USD per hour):
     {"region": str, "aws": "offline" | "live", "prices": str,
@@ -42,7 +43,7 @@ import click
 
 from longshore.adapters.clock import WallClock
 from longshore.cli.options import config_options, load_from_options
-from longshore.cli.reservations import read_reservations, reservations_option
+from longshore.cli.reservations import live_reservations, read_reservations, reservations_option
 from longshore.core import labels as wk
 from longshore.core.allocatable import allocatable, node_capacity
 from longshore.core.catalog import Catalog, InstanceType
@@ -150,20 +151,24 @@ def build_report(
     }
 
 
-def load(cluster: ClusterConfig, live: bool) -> tuple[Catalog, str]:
-    """The region's catalog, from the shipped EC2 data (default) or AWS."""
+def load(
+    cluster: ClusterConfig, live: bool, now: float = 0.0, *, reservations: bool = True
+) -> tuple[Catalog, str, ByClass]:
+    """The region's catalog, from the shipped EC2 data (default) or AWS, and with `live` (and `reservations`)
+    the capacity reservations the node classes select, read at `now` as the provisioner reads them."""
     from longshore.adapters.aws.instance_types import OfflineDataMissing, load_catalog, offline_catalog
 
     if not live:
         try:
-            return offline_catalog(cluster.region), "offline"
+            return offline_catalog(cluster.region), "offline", ()
         except OfflineDataMissing as missing:
             raise click.ClickException(f"{missing}; pass --live to ask AWS") from None
     import boto3  # type: ignore[import-untyped]  # imported here: `longshore --help` stays fast
 
     ec2 = boto3.client("ec2", region_name=cluster.region)
     pricing = boto3.client("pricing", region_name=PRICING_REGION)
-    return load_catalog(ec2, pricing, cluster.region, WallClock()), "live"
+    catalog = load_catalog(ec2, pricing, cluster.region, WallClock())
+    return catalog, "live", live_reservations(ec2, cluster, now) if reservations else ()
 
 
 def _print_table(report: dict[str, Any], limit: int) -> None:
@@ -236,7 +241,10 @@ def _print_reserved(console: Any, pool: str, rows: list[dict[str, Any]]) -> None
 @config_options
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON schema instead of tables.")
 @click.option(
-    "--live", is_flag=True, help="Ask AWS (default credentials) instead of using the shipped EC2 data."
+    "--live",
+    is_flag=True,
+    help="Ask AWS (default credentials) instead of using the shipped EC2 data, and read the capacity "
+    "reservations the node classes select from AWS unless --reservations is given.",
 )
 @click.option("--limit", default=15, show_default=True, help="Rows per pool in the table output.")
 @reservations_option
@@ -256,8 +264,10 @@ def command(
             f"EC2 data shipped with Longshore (no network); region {cluster.region}. Pass --live to ask AWS.",
             err=True,
         )
-    catalog, aws = load(cluster, live)
-    reservations = read_reservations(reservations_path, cluster, catalog, WallClock().now())
+    now = WallClock().now()
+    catalog, aws, reservations = load(cluster, live, now, reservations=reservations_path is None)
+    if reservations_path is not None:  # the file instead of AWS
+        reservations = read_reservations(reservations_path, cluster, catalog, now)
     report = build_report(cluster, catalog, aws, reservations)
     if as_json:
         click.echo(json.dumps(report, indent=1))

@@ -8,7 +8,9 @@ shapes shipped for the region (`longshore/data/ec2/`), priced from `longshore/da
 adapter (`adapters.aws.instance_types.build_catalog`); nothing leaves the machine. `--reservations FILE` adds
 the capacity reservations the node classes select from a DescribeCapacityReservations answer
 (`cli.reservations`), planned as the provisioner plans them: reserved before spot before on-demand, never more
-claims in a reservation than its `AvailableInstanceCount`. The engine runs once; the table shows the claims
+claims in a reservation than its `AvailableInstanceCount`. `--placement-groups FILE` adds the placement groups
+the node classes select from a DescribePlacementGroups answer (`cli.placement_groups`): a partition group's
+partitions become offerings, as in the provisioner's plan. The engine runs once; the table shows the claims
 (pool, instance type, zone, capacity type and reservation, $/h, pod count), where every pod goes and why the
 rest cannot run. `--json` prints `Plan.to_dict()` (schema in docs/scheduling.md).
 """
@@ -24,6 +26,7 @@ import click
 
 from longshore.cli.explain import cluster_options
 from longshore.cli.options import config_options, load_from_options
+from longshore.cli.placement_groups import placement_groups_option, read_placement_groups
 from longshore.cli.reservations import read_reservations, reservations_option
 from longshore.config.errors import ConfigErrors
 from longshore.config.workloads import Workloads, load_workloads
@@ -119,6 +122,7 @@ def _table(plan: Plan) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the documented schema).")
 @reservations_option
+@placement_groups_option
 @cluster_options
 def command(
     config_paths: tuple[Path, ...],
@@ -129,6 +133,7 @@ def command(
     replica_overrides: tuple[str, ...],
     as_json: bool,
     reservations_path: Path | None,
+    placement_groups_path: Path | None,
     kubeconfig: Path | None,
     kube_context: str | None,
     server: str | None,
@@ -139,7 +144,15 @@ def command(
         from longshore.cli.status import live_plan
 
         plan = live_plan(
-            config_paths, region, cluster_name, kubeconfig, kube_context, server, token, reservations_path
+            config_paths,
+            region,
+            cluster_name,
+            kubeconfig,
+            kube_context,
+            server,
+            token,
+            reservations_path,
+            placement_groups_path,
         )
         click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else _table(plan))
         return
@@ -158,6 +171,7 @@ def command(
         daemonsets=workloads.daemonsets + existing.daemonsets,
         settings=config.settings,
         reservations=read_reservations(reservations_path, config, catalog, time.time()),
+        placement_groups=read_placement_groups(placement_groups_path, config),
     )
     plan = solve(inp)
     if as_json:

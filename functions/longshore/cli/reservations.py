@@ -9,6 +9,11 @@ node classes of the pools the provisioner plans. The node classes' subnets are n
 of the region's catalog counts as the class's; a reservation in a zone where its type is not offered gives an
 unavailable offering (`core.reservations`). Time is the wall clock (a Capacity Block is `expiring` 40 minutes
 before its end).
+
+`catalog --live` without a file reads them from AWS (`live_reservations`) through the reader the provisioner
+uses (`Ec2CapacityReservations.on_subnets`: DescribeCapacityReservations per term, the node classes' zones
+from DescribeSubnets); a term or zone lookup that fails is printed on stderr naming the node class and the
+term, and that class's reservations are left out, as the provisioner leaves out what it cannot read.
 """
 
 from __future__ import annotations
@@ -68,3 +73,16 @@ def read_reservations(path: Path | None, config: ClusterConfig, catalog: Catalog
     zones = frozenset(o.zone for it in catalog.instance_types for o in it.offerings)
     reader = Ec2CapacityReservations(FileReservationsEc2(entries), lambda _node_class: zones)
     return reservations_by_class(reader, config, now)
+
+
+def live_reservations(ec2: Any, config: ClusterConfig, now: float) -> ByClass:
+    """The reservations each node class selects, read from EC2 as the provisioner reads them (module docstring)."""
+    from longshore.adapters.aws.reservations import Ec2CapacityReservations
+    from longshore.services.reservation_sync import reservations_by_class
+
+    reader = Ec2CapacityReservations.on_subnets(ec2)
+    found = reservations_by_class(reader, config, now)
+    for node_class in config.node_classes:
+        if node_class.capacity_reservation_selector_terms and (problem := reader.failure(node_class)):
+            click.echo(f"EC2NodeClass {node_class.name}: capacity reservations not read: {problem}", err=True)
+    return found

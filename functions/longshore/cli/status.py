@@ -67,9 +67,12 @@ def live_config(
     return merged.config, merged.verdicts
 
 
-def _solve_pending(config: ClusterConfig, snapshot: Any, reservations: Any = ()) -> Any:
+def _solve_pending(
+    config: ClusterConfig, snapshot: Any, reservations: Any = (), placement_groups: Any = ()
+) -> Any:
     """The provisioner's plan: the pending pods, then the CapacityBuffers' virtual pods (`buffer_pods`), with
-    the node classes' capacity reservations (`core.reservations.ByClass`) when given."""
+    the node classes' capacity reservations (`core.reservations.ByClass`) and placement groups
+    (`core.placement_groups.ByClass`) when given."""
     from longshore.core.scheduling import SchedulingInput
     from longshore.services.buffer_pods import plan_with_buffers
 
@@ -86,6 +89,7 @@ def _solve_pending(config: ClusterConfig, snapshot: Any, reservations: Any = ())
             unavailable=inp.unavailable,
             settings=config.settings,
             reservations=reservations,
+            placement_groups=placement_groups,
         ),
         inp.buffers,
     )
@@ -273,16 +277,19 @@ def live_plan(
     server: str | None,
     token: str | None,
     reservations_path: Path | None = None,
+    placement_groups_path: Path | None = None,
 ) -> Any:
     """`longshore plan` without `--pods`: the plan for the pods pending now in a live cluster (read-only),
-    with the capacity reservations of `reservations_path` (`cli.reservations`)."""
+    with the capacity reservations of `reservations_path` (`cli.reservations`) and the placement groups of
+    `placement_groups_path` (`cli.placement_groups`)."""
+    from longshore.cli.placement_groups import read_placement_groups
     from longshore.cli.reservations import read_reservations
 
     api = kube_api_client(kubeconfig, kube_context, server, token)
     now = time.time()
     config, _, snapshot, _ = _live_snapshot(config_paths, region, cluster_name, api, None, False, now)
     reserved = read_reservations(reservations_path, config, snapshot.input.catalog, now)
-    return _solve_pending(config, snapshot, reserved)
+    return _solve_pending(config, snapshot, reserved, read_placement_groups(placement_groups_path, config))
 
 
 @click.command(name="status")

@@ -59,7 +59,7 @@ from longshore.core.disruption.drift import claim_hashes
 from longshore.core.disruption.state import DisruptionInput, ManagedNode
 from longshore.core.model import ClusterConfig
 from longshore.ports.clock import Clock
-from longshore.ports.cloud import InstanceStatuses, Launcher
+from longshore.ports.cloud import InstanceStatuses, Launcher, PlacementGroups
 from longshore.ports.karpenter import ClaimConditions
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
@@ -163,6 +163,7 @@ class PlannerPorts:
     lease: Lease | None = None  # with an owner in `run_invocation`: one invocation decides at a time
     conditions: ClaimConditions | None = None  # NodeClaim conditions after each pass (claim_conditions)
     instance_statuses: InstanceStatuses | None = None  # EC2 status checks, for node auto-repair
+    placement_groups: PlacementGroups | None = None  # partitions as offerings (`services.placement_groups`)
 
 
 class DisruptionService:
@@ -212,6 +213,7 @@ class DisruptionService:
             started=self.started,
             replacements=self.replacement_claims,
             instance_statuses=self.ports.instance_statuses,
+            placement_groups=self.ports.placement_groups,
         )
         self._forget(current, now)
         return current

@@ -10,7 +10,8 @@ Theory of operation (`take_snapshot`, used by every planner pass and by `longsho
   in `Snapshot.unreadable`.
 - PDBs become `PdbView`s with `status.disruptionsAllowed` (a PDB without status allows nothing: fail safe);
   DaemonSets their pod templates; claims still launching are in-flight capacity; the ICE cache and, with a
-  resolver, the node classes' current AMIs complete the `DisruptionInput`.
+  resolver, the node classes' current AMIs complete the `DisruptionInput`; with a `PlacementGroups` port, the
+  node classes' placement groups too (`services.placement_groups`: found, or unresolved this pass).
 - A node is `disrupting` when it carries the `karpenter.sh/disrupted` taint, its claim is `deleting`, it is
   being deleted, or the caller started a workflow for it that has not visibly begun (`started`: a surge
   taints only after its replacement is up). A replacement claim records the nodes it `replaces`; for
@@ -40,10 +41,11 @@ from longshore.core.overlays import pool_view, price_of
 from longshore.core.pods import LabelSelector
 from longshore.core.reservations import drain_deadline
 from longshore.core.scheduling import ExistingNode
-from longshore.ports.cloud import InstanceStatuses
+from longshore.ports.cloud import InstanceStatuses, PlacementGroups
 from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.store import ClaimStore, OfferingAvailability
 from longshore.services import buffer_pods
+from longshore.services import placement_groups as placement
 from longshore.services import snapshot as snap
 from longshore.services.pod_events import PodEventTracker
 
@@ -145,12 +147,14 @@ def take_snapshot(
     started: Iterable[str] = (),
     replacements: Iterable[str] = (),
     instance_statuses: InstanceStatuses | None = None,
+    placement_groups: PlacementGroups | None = None,
 ) -> Snapshot:
     """Read the cluster once and build the planner's input (see the module docstring).
 
     `started`: nodes this caller started a disruption for; `replacements`: claim ids it launched as
     replacements (their nodes count as nominated); `instance_statuses`: EC2's status checks, for node
-    auto-repair (without it, repair reads the Node conditions only).
+    auto-repair (without it, repair reads the Node conditions only); `placement_groups`: the node classes'
+    groups, looked up as the provisioner does (`services.placement_groups`; without it the key stays open).
     """
     node_manifests = {
         _name(n)[1]: n for n in cluster.list_nodes()
@@ -255,6 +259,7 @@ def take_snapshot(
             current_images[node_class.name] = images.current_images(node_class)
     visible = [snap.provider_id_of(m) for m in node_manifests.values()]
     in_flight = snap.in_flight_nodes(all_claims, visible, catalog, config)
+    groups = placement.lookup(placement_groups, config)
     inp = DisruptionInput(
         now=now,
         config=config,
@@ -270,6 +275,8 @@ def take_snapshot(
         buffers=buffer_pods.virtual_pods(
             buffer_pods.resolve_buffers(buffer_pods.source_of(cluster, config), config)
         ),
+        placement_groups=groups.found,
+        placement_unresolved=groups.unresolved,
     )
     return Snapshot(
         inp,

@@ -48,7 +48,6 @@ from longshore.core.claims import LaunchResult, NodeClaim
 from longshore.core.drain import parse_timestamp
 from longshore.core.fleet_metrics import fleet_gauges
 from longshore.core.model import ClusterConfig
-from longshore.core.placement_groups import ByClass as PlacementByClass
 from longshore.core.pods import Pod
 from longshore.core.scheduling import Plan, SchedulingInput
 from longshore.ports.clock import Clock
@@ -62,6 +61,7 @@ from longshore.services.batching import collect_batch
 from longshore.services.buffer_status import BufferReporter, BufferStatusWriter
 from longshore.services.launch_requests import launch_request
 from longshore.services.lifecycle import Lifecycle, LifecycleOutcome, needs_cloud
+from longshore.services.placement_groups import groups_by_class as groups_by_class
 from longshore.services.provisioner_events import PodEvents
 from longshore.services.provisioner_invocation import ProvisionerInvocation as ProvisionerInvocation
 from longshore.services.provisioner_invocation import ProvisionerTotals as ProvisionerTotals
@@ -151,15 +151,6 @@ class PassResult:
 
 
 CatalogSource = Callable[[], Catalog]
-
-
-def groups_by_class(groups: PlacementGroups | None, config: ClusterConfig) -> PlacementByClass:
-    """The placement group of each node class that selects one and that a planned (not static) pool uses."""
-    if groups is None:
-        return ()
-    wanted = {p.node_class for p in config.node_pools if p.replicas is None}
-    found = ((c.name, groups.group(c)) for c in config.node_classes if c.placement_group and c.name in wanted)
-    return tuple(sorted((name, group) for name, group in found if group is not None))
 
 
 class ProvisionerService:

@@ -50,7 +50,7 @@ from longshore.core.claims import LaunchRequest, LaunchResult, NodeClaim
 from longshore.core.disruption.drift import claim_hashes
 from longshore.core.model import ClusterConfig
 from longshore.core.scheduling import ClaimPlan
-from longshore.ports.cloud import Launcher
+from longshore.ports.cloud import Launcher, PlacementGroups
 from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, OfferingAvailability
@@ -111,13 +111,16 @@ class ClusterReplacementLauncher:
         config: ClusterConfig,
         catalog: CatalogSource,
         metrics: MetricsSink | None = None,
+        placement_groups: PlacementGroups | None = None,
     ) -> None:
         self._store = store
         self._offerings = offerings
         self._launcher = launcher
         self._config = config
         self._metrics = metrics
-        self._planner = ReplacementPlanner(cluster=cluster, store=store, config=config, catalog=catalog)
+        self._planner = ReplacementPlanner(
+            cluster=cluster, store=store, config=config, catalog=catalog, placement_groups=placement_groups
+        )
 
     # -- the port --------------------------------------------------------------------------------------------
 

@@ -17,7 +17,11 @@ and 3 of `services.replacement`'s list:
    one batch over all pools by weight (what the provisioner would do), and that plan wins if it leaves fewer
    pods without a home, or needs fewer nodes, or costs less (one bigger node rather than a split). Pool
    limits count every node and in-flight claim (the node being replaced is still there: a surge needs room
-   for one more node). Static pools (`replicas`) are left out, as the provisioner does.
+   for one more node). Static pools (`replicas`) are left out, as the provisioner does. With a
+   `PlacementGroups` port the node classes' placement groups are looked up as the provisioner does
+   (`services.placement_groups`), so a claim is offered its group's partitions; a pool whose node class's
+   group cannot be looked up now offers no claim (a pod that asks for a partition is then refused a home,
+   and the disruption rolls back, rather than planned with the key open onto a node outside the group).
 
 Empty nodes (decision). A node with no pod to move needs a replacement only to keep the pool's node count, so
 one is launched only for the reasons in `CAPACITY_PRESERVING_REASONS` (rotation, expiry, drift: the node is
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from longshore.core import labels as wk
@@ -44,10 +48,12 @@ from longshore.core.pods import Pod
 from longshore.core.resources import EMPTY, Resources
 from longshore.core.scheduling import ClaimPlan, ExistingNode, Plan, SchedulingInput, solve
 from longshore.core.taints import Toleration
+from longshore.ports.cloud import PlacementGroups
 from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.store import ClaimStore
 from longshore.ports.workflow import ReplacementUnavailableError
 from longshore.services import snapshot
+from longshore.services.placement_groups import GroupLookup, lookup
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +122,9 @@ class PlanningState:
     usage: Mapping[str, Resources]
     catalog: Catalog
     room: tuple[ExistingNode, ...] = ()  # nodes pods can move onto now, with their free room (`homeless`)
+    groups: GroupLookup = field(
+        default_factory=GroupLookup
+    )  # the node classes' placement groups (`services.placement_groups`)
 
 
 def _sealed(node: ExistingNode) -> ExistingNode:
@@ -165,8 +174,15 @@ class ReplacementPlanner:
     """Plans a node's replacement on the packing engine (see the module doc); launches nothing."""
 
     def __init__(
-        self, *, cluster: Cluster, store: ClaimStore, config: ClusterConfig, catalog: CatalogSource
+        self,
+        *,
+        cluster: Cluster,
+        store: ClaimStore,
+        config: ClusterConfig,
+        catalog: CatalogSource,
+        placement_groups: PlacementGroups | None = None,
     ) -> None:
+        self._placement_groups = placement_groups
         self._cluster = cluster
         self._store = store
         self._config = config
@@ -205,7 +221,8 @@ class ReplacementPlanner:
             and n.initialized
             and not (n.deleting or n.in_flight)
         )
-        return PlanningState(moved, sealed, daemonsets, usage, catalog, room)
+        groups = lookup(self._placement_groups, self._config)
+        return PlanningState(moved, sealed, daemonsets, usage, catalog, room, groups)
 
     def homeless(self, state: PlanningState) -> tuple[Pod, ...]:
         """The pods the drain would evict now that no node takes as things are: only initialized nodes that
@@ -270,7 +287,7 @@ class ReplacementPlanner:
         return solve(
             SchedulingInput(
                 pods=pods,
-                pools=pools,
+                pools=tuple(p for p in pools if p.node_class not in state.groups.unresolved),
                 node_classes=self._config.node_classes,
                 catalog=state.catalog,
                 nodes=nodes,
@@ -278,6 +295,7 @@ class ReplacementPlanner:
                 unavailable=unavailable,
                 pool_usage=state.usage,
                 settings=self._config.settings,
+                placement_groups=state.groups.found,
             )
         )
 

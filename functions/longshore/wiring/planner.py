@@ -5,8 +5,10 @@ claim table, the EKS API through the kubernetes client, the disruption state mac
 disruption whose replacement the planner already launched carries that claim, which the workflow's
 LaunchReplacement step adopts instead of launching another), the claim launcher for replacements, the AMI
 resolver for drift, and Karpenter's NodeClaims, whose Drifted, Consolidatable and Disrupting conditions it
-writes after each pass (`services.claim_conditions`), and EC2's instance status checks for node auto-repair. `process` is one invocation's loop: a pass, then another whenever `next_pass_at` asks for
-one within the remaining time, each later pass on the config as it is then (`CONTAINER.refresh`).
+writes after each pass (`services.claim_conditions`), EC2's instance status checks for node auto-repair, and the
+node classes' placement groups, looked up as the provisioner does (`services.placement_groups`). `process` is
+one invocation's loop: a pass, then another whenever `next_pass_at` asks for one within the remaining time,
+each later pass on the config as it is then (`CONTAINER.refresh`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def build_planner(wiring: Runtime) -> DisruptionService:
     """The planner of one container, on the production adapters (names in docs/contracts.md)."""
     from longshore.adapters.aws.amis import AmiResolver, ResolvedImages
     from longshore.adapters.aws.instances import Ec2InstanceStatuses
+    from longshore.adapters.aws.network import Ec2PlacementGroups
     from longshore.services.claim_conditions import NodeClaimConditions
     from longshore.services.disruption import PlannerPorts
     from longshore.services.karpenter_sync import KarpenterObjectSync
@@ -48,6 +51,7 @@ def build_planner(wiring: Runtime) -> DisruptionService:
         lease=wiring.lease,
         conditions=NodeClaimConditions(KarpenterObjectSync(wiring.karpenter_objects, cluster, clock)),
         instance_statuses=Ec2InstanceStatuses(ec2),  # node auto-repair's EC2 status checks
+        placement_groups=Ec2PlacementGroups(ec2),  # the replacements' partitions, as the provisioner's
     )
     return DisruptionService(config, wiring.catalog_loader(), ports, logger)
 

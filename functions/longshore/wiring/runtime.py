@@ -407,11 +407,9 @@ class Runtime:
     @cached_property
     def reservations(self) -> CapacityReservations:
         """The node classes' capacity reservations (DescribeCapacityReservations, cached 60 s per term)."""
-        from longshore.adapters.aws.network import node_class_zones
         from longshore.adapters.aws.reservations import Ec2CapacityReservations
 
-        ec2 = self.client("ec2")
-        return Ec2CapacityReservations(ec2, lambda node_class: node_class_zones(ec2, node_class))
+        return Ec2CapacityReservations.on_subnets(self.client("ec2"))
 
     @cached_property
     def subnet_zones(self) -> tuple[str, ...]:

@@ -86,6 +86,7 @@ def process_step(event: Mapping[str, Any], ports: StepPorts, sink: MetricsSink) 
 
 def build_workflow_steps(wiring: Runtime) -> StepPorts:
     """The workflow steps' ports of one container, on the production adapters (names in docs/contracts.md)."""
+    from longshore.adapters.aws.network import Ec2PlacementGroups
     from longshore.services.replacement import ClusterReplacementLauncher
 
     cluster = wiring.kube_cluster("longshore-disruption")
@@ -97,6 +98,7 @@ def build_workflow_steps(wiring: Runtime) -> StepPorts:
         config=wiring.config,
         catalog=wiring.catalog_loader(),  # read only when a surge plans
         metrics=wiring.metrics,
+        placement_groups=Ec2PlacementGroups(wiring.client("ec2")),  # partitions, as the provisioner's
     )
     return StepPorts(
         cluster_name=wiring.settings.cluster_name,

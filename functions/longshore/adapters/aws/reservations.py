@@ -101,6 +101,13 @@ class Ec2CapacityReservations:
         self._term_errors: dict[SelectorTerm, str] = {}  # the error of each term's last failed read
         self._zone_errors: dict[str, str] = {}  # node class name -> the error of its last zone lookup
 
+    @classmethod
+    def on_subnets(cls, ec2: Any) -> Ec2CapacityReservations:
+        """The provisioner's reader: each node class's zones are those of its subnets (`node_class_zones`)."""
+        from longshore.adapters.aws.network import node_class_zones
+
+        return cls(ec2, lambda node_class: node_class_zones(ec2, node_class))
+
     def list(self, node_class: NodeClass, now: float) -> tuple[Reservation, ...]:
         terms = node_class.capacity_reservation_selector_terms
         if not terms:

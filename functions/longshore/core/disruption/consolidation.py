@@ -110,7 +110,9 @@ class ConsolidatingPass(PassState):
                     node.idle_since() + after,
                 )
                 continue
-            blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now, for_consolidation=True)
+            blocker = self.inp.placement_blocker(node.nodepool) or graceful_blocker(
+                node, self.inp.pdbs, self.inp.now, for_consolidation=True
+            )
             if blocker:
                 self.pass_over(node, blocker, PassedOverKind.BLOCKED)
                 continue
@@ -291,7 +293,9 @@ def revalidate(decision: Decision, inp: DisruptionInput) -> Decision | str:
         current = fresh.get(node.name)
         if current is None:
             return f"node {node.name} is gone"
-        blocker = graceful_blocker(current, inp.pdbs, inp.now, for_consolidation=True)
+        blocker = inp.placement_blocker(current.nodepool) or graceful_blocker(
+            current, inp.pdbs, inp.now, for_consolidation=True
+        )
         if blocker:
             return f"node {node.name}: {blocker}"
         nodes.append(current)

@@ -5,7 +5,9 @@ and drift, `consolidation` for consolidation). It records the decisions taken so
 evicted pods (*receivers*), and, for every node left alone, the first reason found. `simulate` asks the
 packing engine where the pods of some nodes would go with those nodes (and the ones already decided) gone;
 with `cooldown=True` (consolidation only) the evicted pods may not land on a node still inside its pool's
-`consolidateAfter` window, as Karpenter's consolidation simulation refuses (see `cooling_nodes`).
+`consolidateAfter` window, as Karpenter's consolidation simulation refuses (see `cooling_nodes`). Simulations
+offer the node classes' placement groups (`DisruptionInput.placement_groups`); a pool whose node class's group
+could not be looked up offers no new claim (`DisruptionInput.placement_unresolved`).
 """
 
 from __future__ import annotations
@@ -133,10 +135,11 @@ class PassState:
             pending = tuple(_tolerating_cooldown(p) for p in pending)
             decided_pods = tuple(_tolerating_cooldown(p) for p in decided_pods)
         others.extend(self.inp.unmanaged)
+        unresolved = self.inp.placement_unresolved
         return solve(
             SchedulingInput(
                 pods=(*pending, *decided_pods, *pods),
-                pools=self.inp.config.pools_by_weight(),
+                pools=tuple(p for p in self.inp.config.pools_by_weight() if p.node_class not in unresolved),
                 node_classes=self.inp.config.node_classes,
                 catalog=self.inp.catalog,
                 nodes=tuple(others),
@@ -144,6 +147,7 @@ class PassState:
                 daemonsets=self.inp.daemonsets,
                 unavailable=self.inp.unavailable,
                 settings=self.inp.config.settings,
+                placement_groups=self.inp.placement_groups,
             )
         )
 

@@ -80,7 +80,9 @@ class _Pass(ConsolidatingPass):
                 continue
             forceful = block or pool.expiry.forceful
             if not forceful:
-                blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now)
+                blocker = self.inp.placement_blocker(node.nodepool) or graceful_blocker(
+                    node, self.inp.pdbs, self.inp.now
+                )
                 if blocker:
                     self.pass_over(node, f"expired but waiting: {blocker}", PassedOverKind.BLOCKED)
                     continue
@@ -173,7 +175,10 @@ class _Pass(ConsolidatingPass):
             if self.receiving(node, f"drifted ({why})"):
                 continue
             blocker = graceful_blocker(node, self.inp.pdbs, self.inp.now)
-            if blocker and pool.termination_grace_period_seconds is None:
+            if pool.termination_grace_period_seconds is not None:
+                blocker = None  # drift with a termination grace period goes ahead past pod guards
+            blocker = self.inp.placement_blocker(pool.name) or blocker
+            if blocker:
                 self.pass_over(node, f"drifted ({why}) but {blocker}", PassedOverKind.BLOCKED)
                 continue
             allowance = self.budgets.allowance(pool, DisruptionReason.DRIFTED)

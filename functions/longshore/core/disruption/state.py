@@ -4,6 +4,14 @@ Theory of operation: the planner Lambda snapshots the cluster (nodes, their clai
 frozen values. A `ManagedNode` joins a Kubernetes node with the claim it was launched for: the claim gives
 the price, the capacity type, the hashes and AMI it was built from, and the launch time; the node gives the
 labels, annotations, taints, readiness and the pods bound to it.
+
+Placement groups: the snapshot carries each node class's group as the provisioner sees it
+(`placement_groups`, `core.placement_groups`), so a simulated replacement is offered the same partitions. A
+node class whose group could not be looked up this pass (`placement_unresolved`) keeps its pools' nodes out
+of drift, consolidation and graceful expiry (`placement_blocker`; an empty node may still go, no pod moves)
+and its pools offer no replacement: planning them with the partition key open could move a pod that asks for
+a partition onto a node outside the group (Karpenter skips a NodePool whose node class is not ready, and its
+nodes are no disruption candidates).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from dataclasses import dataclass, field
 
 from longshore.core.catalog import Catalog
 from longshore.core.model import ClusterConfig, Pairs
+from longshore.core.placement_groups import ByClass as PlacementByClass
 from longshore.core.pods import LabelSelector, Pod
 from longshore.core.resources import Resources
 from longshore.core.scheduling.inputs import ExistingNode, OfferingKey
@@ -131,3 +140,16 @@ class DisruptionInput:
     pool_usage: Mapping[str, Resources] | None = None
     consolidation_min_savings_fraction: float = 0.05  # savings must reach this share of removed $/h
     buffers: tuple[Pod, ...] = ()  # CapacityBuffers' virtual pods (`core.disruption.buffer_hold`)
+    placement_groups: PlacementByClass = ()  # node class -> its placement group (module docstring)
+    placement_unresolved: frozenset[str] = frozenset()  # node classes whose group lookup failed this pass
+
+    def placement_blocker(self, nodepool: str) -> str | None:
+        """Why a node of `nodepool` may not be disrupted gracefully now: its node class's placement group
+        could not be looked up (module docstring); None otherwise."""
+        pool = next((p for p in self.config.node_pools if p.name == nodepool), None)
+        if pool is None or pool.node_class not in self.placement_unresolved:
+            return None
+        return (
+            f"the placement group of node class {pool.node_class} could not be looked up, "
+            "so no replacement can be planned with its partitions"
+        )

@@ -4,12 +4,14 @@ Matrix: the first read lists, later reads apply only what changed (added, modifi
 in the API server's order and read far fewer bytes than a list; a version older than the server keeps gets
 410 Gone and a relist; a version from another server (too large) relists; reads by node or selector never
 come from the cache; the container-wide cache is one per endpoint; nodes and pods caught up together end with
-the pods as current as the nodes, and an error of either read reaches the caller.
+the pods as current as the nodes, and an error of either read reaches the caller; random catch-ups keep every
+object in (namespace, name) order.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -191,3 +193,51 @@ def test_read_together_raises_what_the_first_read_raised() -> None:
             WatchedList(dict),
             _listed(["p"], log, "pods"),
         )
+
+
+class _Replay(list[str]):
+    """A watch response: the events' lines, then the end of the stream."""
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+def _obj(namespace: str, name: str, version: int) -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": name, "resourceVersion": str(version)}}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_catch_ups_keep_every_object_in_key_order(seed: int) -> None:
+    """Added, re-added, modified and deleted keys, in random order: after every catch-up the objects are
+    those of a model dict, ordered by (namespace, name), as a relist would give them."""
+    rng = random.Random(seed)
+    names = [(ns, f"p-{i}") for ns in ("default", "default-x", "kube-system") for i in range(40)]
+    model: dict[tuple[str, str], int] = {}
+    version = 0
+    listed = [_obj(ns, n, 0) for ns, n in rng.sample(names, 30)]
+    model.update({(o["metadata"]["namespace"], o["metadata"]["name"]): 0 for o in listed})
+    kind = WatchedList(dict)
+    pending: list[str] = []
+
+    def watcher(_version: str, _quiet: float, _max: float) -> _Replay:
+        return _Replay(pending)
+
+    kind.read(lambda: (list(listed), "0"), watcher)
+    for _ in range(25):
+        pending = []
+        for _ in range(rng.randrange(0, 12)):
+            version += 1
+            key = rng.choice(names)
+            if key in model and rng.random() < 0.4:
+                del model[key]
+                event = "DELETED"
+            else:
+                event = "MODIFIED" if key in model else "ADDED"
+                model[key] = version
+            pending.append(json.dumps({"type": event, "object": _obj(*key, version)}))
+        found = kind.read(lambda: pytest.fail("relisted"), watcher)
+        assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in found] == sorted(model)
+        assert [int(o["metadata"]["resourceVersion"]) for o in found] == [model[k] for k in sorted(model)]

@@ -21,13 +21,15 @@ Rules:
 - `read_together` catches two kinds up at once (one quiet wait for both, as client-go's informers run side
   by side) and keeps the order a pass relies on: the second kind's catch-up ends after the first's, as if
   read after it; when it ended first it catches up again.
-- Objects are kept in the order the API server lists them (namespace, then name).
+- Objects are handed out in the order the API server lists them: by (namespace, name). A catch-up puts the
+  keys that came or went in their places; it does not sort every key again.
 - The cache is an optimisation of the warm container, never state: a cold container starts with a list, and
   no decision needs anything the cache alone remembers.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 import time
@@ -75,6 +77,8 @@ class WatchedList:
     relists: int = 0
     catch_ups: int = 0  # watches read (a quiet wait each, unless `read_together` shares it)
     read_at: float = 0.0  # time.monotonic() when the last read ended
+    _keys: list[Key] = field(default_factory=list, repr=False)  # the keys of `items`, sorted
+    _listed: list[Manifest] = field(default_factory=list, repr=False)  # their objects, in that order
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def read(self, lister: Lister, watcher: Watcher) -> list[Manifest]:
@@ -88,10 +92,12 @@ class WatchedList:
             if self.version is None:
                 items, version = lister()
                 self.items = {_key(obj): obj for obj in items}
+                self._keys = sorted(self.items)
+                self._listed = list(map(self.items.__getitem__, self._keys))
                 self.version = version or None
                 self.relists += 1
             self.read_at = time.monotonic()
-            return list(self.items.values())
+            return list(self._listed)
 
     def _catch_up(self, watcher: Watcher, version: str) -> None:
         self.catch_ups += 1
@@ -99,12 +105,11 @@ class WatchedList:
             response = watcher(version, self.quiet_s, self.max_s)
         except (ApiException, HTTPError, OSError) as error:  # 410, 504 too large, or no connection
             raise _Stale(str(getattr(error, "status", None) or error)) from error
-        added = False
         deadline = time.monotonic() + self.max_s
         try:
             for line in response:
                 if line.strip():
-                    added |= self._apply(json.loads(line))
+                    self._apply(json.loads(line))
                 if time.monotonic() > deadline:
                     break
         except (ReadTimeoutError, ProtocolError):
@@ -112,27 +117,35 @@ class WatchedList:
         finally:  # the server may still be streaming: close, never hand the connection back half read
             response.close()
             response.release_conn()
-        if added:
-            self.items = dict(sorted(self.items.items()))
 
-    def _apply(self, event: Mapping[str, Any]) -> bool:
+    def _apply(self, event: Mapping[str, Any]) -> None:
+        """Apply one event to `items` and to the sorted `_keys` and `_listed` beside it (a bisection, and a
+        move of the pointers after it when a key comes or goes: at 150,000 pods, sorting every key again
+        took about a third of a warm provisioner pass, and listing them again from `items` a tenth)."""
         kind = event.get("type")
         obj = event.get("object")
         if not isinstance(obj, Mapping):
             raise _Stale("an event without an object")
         if kind == "ERROR":
             raise _Stale(str(obj.get("code") or obj.get("message") or "watch error"))
-        added = False
+        keys, listed = self._keys, self._listed
         if kind in ("ADDED", "MODIFIED"):
             key = _key(obj)
-            added = key not in self.items
-            self.items[key] = self.compact(obj)
+            compact = self.items[key] = self.compact(obj)
+            at = bisect.bisect_left(keys, key)
+            if at < len(keys) and keys[at] == key:
+                listed[at] = compact
+            else:
+                keys.insert(at, key)
+                listed.insert(at, compact)
         elif kind == "DELETED":
-            self.items.pop(_key(obj), None)
+            key = _key(obj)
+            if self.items.pop(key, None) is not None:
+                at = bisect.bisect_left(keys, key)
+                del keys[at], listed[at]
         version = _version(obj)
         if version:
             self.version = version
-        return added
 
 
 def read_together(

@@ -1,13 +1,15 @@
 """The warm container's snapshot (`services.warm_snapshot`) and node bases (`core.scheduling.node_bases`)
 equal a rebuild after any sequence of watch changes: pods that come, go, bind, finish, change labels or cannot
 be read; nodes that come, go, are cordoned, relabelled or report no room; relists (every object new); and the
-solver's working state built from the kept bases equals the one built from scratch; the lifecycle's node
+solver's working state built from the kept bases equals the one built from scratch (topology counts kept and
+updated from the changed nodes included); the lifecycle's node
 observations are kept only for the same node objects."""
 
 from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -102,8 +104,24 @@ def _solver_view(solver: SolverState) -> tuple[object, ...]:
         solver.placed,
         solver.host_anti,
         solver.domain_anti,
-        [solver._with_label(key, value) for key, value in LABELS],  # the topology index, kept or built
+        [list(solver._existing_positions(key, value)) for key, value in LABELS],  # the index, kept or built
+        [_tallies(solver, key) for key in (wk.ZONE, wk.HOSTNAME)],  # counts, kept across changes or counted
     )
+
+
+def _tallies(solver: SolverState, key: str) -> list[dict[str, int]]:
+    """Topology counts of the running pods: anchored on each label of `LABELS`, and one without an anchor."""
+    found = [solver.tally(("test", k, v), key, _labelled(k, v), (k, v)) for k, v in LABELS]
+    found.append(solver.tally(("test", "web or x"), key, _web_or_x))
+    return found
+
+
+def _labelled(key: str, value: str) -> Callable[[Placed], bool]:
+    return lambda placed: placed.namespace == "default" and placed.labels.get(key) == value
+
+
+def _web_or_x(placed: Placed) -> bool:
+    return placed.labels.get("tier") == "web" or placed.labels.get("app") == "x"
 
 
 LABELS = (("app", "x"), ("app", "y"), ("app", "z"), ("tier", "web"), ("absent", "x"))
@@ -167,6 +185,7 @@ def test_warm_snapshot_and_bases_equal_a_rebuild_after_random_changes() -> None:
             pods[f"p{i}"] = _pod(rng, f"p{i}", sorted(nodes))
         warm = WarmSnapshot()
         cache = snapshot.PodCache()  # the provisioner's run memo (`PodCache`), across the passes
+        recounted = 0
         pool_catalog = catalog(instance_type("m5.xlarge"))
         for step in range(40):
             for _ in range(rng.randrange(0, 25)):
@@ -184,10 +203,12 @@ def test_warm_snapshot_and_bases_equal_a_rebuild_after_random_changes() -> None:
             inp = scheduling_input((), [pool()], pool_catalog, nodes=seen.existing)
             kept = SolverState(replace(inp, bases=warm.bases))
             assert _solver_view(kept) == _solver_view(SolverState(inp)), (seed, step)
+            recounted += warm.bases.recounted  # counts brought up to date from the changed nodes
             again = SolverState(replace(inp, bases=warm.bases))  # the same bases: indexes kept
             assert _solver_view(again) == _solver_view(SolverState(inp)), (seed, step)
             assert ([s.free for s in kept.nodes], kept.placed) == _reference(kept), (seed, step)
         assert warm.rebuilt_nodes < len(nodes)  # the last pass rebuilt only what changed
+        assert recounted > 0, seed  # the kept counts were updated, not only counted again
 
 
 def test_unchanged_lists_rebuild_nothing_and_another_config_rebuilds_everything() -> None:

@@ -19,11 +19,18 @@ Rules:
   its running pods) carry each value of `key`. Kept while the solver passes the same bases in the same order
   (compared by identity), so a pass in which no node and no bound pod changed finds the topology indexes of
   the last one; any change builds them again.
+- `kept_tally` / `keep_tally`: a topology count over the records of `order` (a spread's or an affinity term's
+  matching pods per domain), kept across passes and solves. A count is a sum over bases, so when the bases
+  change it is brought up to date from the bases that left and came, not counted again: only the records of
+  changed nodes are looked at, and of those only the ones carrying an anchored count's label. What is handed
+  out equals a count over `order` from scratch (`tests/provisioning/test_warm_snapshot.py`); a key is the
+  solver's selector, which decides `matches` (the owner's namespace and the term or spread), with the
+  topology key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from longshore.core import labels as wk
@@ -84,6 +91,28 @@ def node_base(node: ExistingNode) -> NodeBase:
     return NodeBase(labels, free, pods, taints, records, anti)
 
 
+@dataclass(slots=True)
+class _Tally:
+    """A kept count (`NodeBases.keep_tally`): per value of `key`, the records `matches` takes."""
+
+    key: str
+    matches: Callable[[Placed], bool]
+    label: tuple[str, str] | None  # a label every record `matches` takes carries (`solver_state.anchor`)
+    counts: dict[str, int]
+
+    def add(self, placed: Placed, sign: int) -> None:
+        value = placed.domains.get(self.key)
+        if value is not None and self.matches(placed):
+            count = self.counts.get(value, 0) + sign * placed.count
+            if count:
+                self.counts[value] = count
+            else:
+                del self.counts[value]
+
+
+_TALLIES_KEPT = 4096  # counts kept at most; past it they are all dropped and counted again when asked
+
+
 class NodeBases:
     """`node_base` memoised by `ExistingNode` identity for a warm container (see the module docstring)."""
 
@@ -91,7 +120,15 @@ class NodeBases:
         self._by_id: dict[int, tuple[ExistingNode, NodeBase]] = {}
         self.built = 0  # bases computed (not found): what the last passes cost
         self._order: list[NodeBase] = []
+        self._order_list: list[NodeBase] | None = None  # the list `_order` was last compared with
         self._positions: dict[str, dict[str, tuple[int, ...]]] = {}
+        self._tally_order: list[NodeBase] = []  # the bases the kept counts are over
+        self._tally_list: list[NodeBase] | None = None  # the list last followed (a solve's own list)
+        self._tallies: dict[tuple[object, ...], _Tally] = {}
+        self._anchored: dict[tuple[str, str], list[_Tally]] = {}
+        self._open: list[_Tally] = []
+        self._tally_ok = True  # no base twice in `_tally_order`
+        self.recounted = 0  # bases whose records the kept counts were last brought up to date from
 
     def base(self, node: ExistingNode) -> NodeBase:
         if node.in_flight:
@@ -106,9 +143,11 @@ class NodeBases:
 
     def label_positions(self, order: list[NodeBase], key: str) -> dict[str, tuple[int, ...]]:
         """Value of `key` -> positions of the records with it, over `order`'s records end to end."""
-        kept = self._order
-        if len(kept) != len(order) or any(a is not b for a, b in zip(kept, order, strict=True)):
-            self._order, self._positions = list(order), {}
+        if order is not self._order_list:  # a solve asks once per key: compare its list once
+            kept = self._order
+            if len(kept) != len(order) or any(a is not b for a, b in zip(kept, order, strict=True)):
+                self._order, self._positions = list(order), {}
+            self._order_list = order
         found = self._positions.get(key)
         if found is None:
             index: dict[str, list[int]] = {}
@@ -121,6 +160,67 @@ class NodeBases:
                     position += 1
             found = self._positions[key] = {value: tuple(ps) for value, ps in index.items()}
         return found
+
+    def kept_tally(self, order: list[NodeBase], selector: tuple[object, ...]) -> dict[str, int] | None:
+        """The kept count for `selector` over `order`'s records (a copy), or None when none is kept."""
+        self._follow(order)
+        kept = self._tallies.get(selector)
+        return None if kept is None or not self._tally_ok else dict(kept.counts)
+
+    def keep_tally(
+        self,
+        order: list[NodeBase],
+        selector: tuple[object, ...],
+        key: str,
+        matches: Callable[[Placed], bool],
+        label: tuple[str, str] | None,
+        counts: dict[str, int],
+    ) -> None:
+        """Keep `counts`, the count over `order`'s records of those `matches` takes, per value of `key`."""
+        self._follow(order)
+        if selector in self._tallies or not self._tally_ok:
+            return
+        if len(self._tallies) >= _TALLIES_KEPT:
+            self._drop_tallies()
+        kept = self._tallies[selector] = _Tally(key, matches, label, {v: n for v, n in counts.items() if n})
+        if label is None:
+            self._open.append(kept)
+        else:
+            self._anchored.setdefault(label, []).append(kept)
+
+    def _follow(self, order: list[NodeBase]) -> None:
+        """Bring the kept counts from `_tally_order` to `order`: subtract the bases that left, add those
+        that came; drop them when most of the cluster changed (a relist) or a base is listed twice."""
+        if order is self._tally_list:
+            return
+        old = self._tally_order
+        self._tally_list, self._tally_order, self.recounted = order, list(order), 0
+        if len(old) == len(order) and all(a is b for a, b in zip(old, order, strict=True)):
+            return
+        old_ids, new_ids = {id(b) for b in old}, {id(b) for b in order}
+        self._tally_ok = len(new_ids) == len(order)  # a base twice: counts by base would not add up
+        left = [b for b in old if id(b) not in new_ids]
+        came = [b for b in order if id(b) not in old_ids]
+        if not self._tally_ok or len(left) + len(came) > max(64, len(order) // 4):
+            self._drop_tallies()
+            return
+        self.recounted = len(left) + len(came)
+        if self._tallies:
+            for bases, sign in ((left, -1), (came, 1)):
+                for base in bases:
+                    for placed in base.records:
+                        self._count(placed, sign)
+
+    def _count(self, placed: Placed, sign: int) -> None:
+        for kept in self._open:
+            kept.add(placed, sign)
+        anchored = self._anchored
+        for pair in placed.labels.items():
+            for kept in anchored.get(pair, ()):
+                kept.add(placed, sign)
+
+    def _drop_tallies(self) -> None:
+        self._tallies, self._anchored, self._open = {}, {}, []
 
     def retain(self, nodes: Iterable[ExistingNode]) -> None:
         keep = {id(n) for n in nodes}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from longshore.core import labels as wk
@@ -111,6 +111,20 @@ def daemon_matches(daemon: Pod, labels: dict[str, str]) -> bool:
         return False
 
 
+def _count(
+    counts: dict[str, int],
+    placed: list[Placed],
+    positions: Iterable[int],
+    key: str,
+    matches: Callable[[Placed], bool],
+) -> None:
+    for position in positions:
+        record = placed[position]
+        value = record.domains.get(key)
+        if value is not None and matches(record):
+            counts[value] = counts.get(value, 0) + record.count
+
+
 class SolverState:
     """Everything one `solve` call works on: the pools' templates, the node states, the pods placed so far
     (`placed` only ever grows: `tally` and the anti-affinity indexes rely on it), the plan being built and
@@ -139,8 +153,10 @@ class SolverState:
         self.nodes = [self.node_state(node, base) for node, base in bases]
         self.in_flight = [self.node_state(node, base) for node, base in in_flight_bases]
         self.placed: list[Placed] = []
-        # label key -> value -> positions in `placed` (increasing), built for a key at its first anchored tally
+        # label key -> value -> positions in `placed` (increasing), built for a key at its first anchored tally:
+        # past the existing nodes' records (`by_label`), and theirs when no warm container keeps them
         self.by_label: dict[str, dict[str, list[int]]] = {}
+        self._existing_by_label: dict[str, dict[str, list[int]]] = {}
         # indexes over `placed` for the anti-affinity checks that would otherwise scan every placed pod
         self.host_anti: dict[str, list[Placed]] = {}  # hostname -> placed pods with hostname anti-affinity
         self.domain_anti: list[tuple[int, Placed]] = []  # (position, placed) with other anti-affinity
@@ -274,10 +290,11 @@ class SolverState:
         counts are kept and brought up to date with the pods placed since (classes share a few selectors;
         rescanning every placed pod per class grows with classes squared). With `label` (`anchor`: a label
         every matching pod carries) only the placed pods with it are looked at, through `by_label`: a batch
-        of many workloads in a big cluster does not scan every running pod per workload."""
+        of many workloads in a big cluster does not scan every running pod per workload. The running pods'
+        part comes from `inp.bases` when a warm container keeps it (`NodeBases.kept_tally`)."""
         entry = self.tallies.get(selector)
         if entry is None:
-            entry = (0, {})
+            entry = (self._node_records, self._existing_tally(selector, key, matches, label))
         seen, counts = entry
         placed_list = self.placed
         if label is None:
@@ -285,25 +302,52 @@ class SolverState:
         else:
             with_label = self._with_label(*label)
             positions = with_label[bisect_left(with_label, seen) :]
-        for position in positions:
-            placed = placed_list[position]
-            value = placed.domains.get(key)
-            if value is not None and matches(placed):
-                counts[value] = counts.get(value, 0) + placed.count
+        _count(counts, placed_list, positions, key, matches)
         self.tallies[selector] = (len(placed_list), counts)
         return dict(counts)
 
+    def _existing_tally(
+        self,
+        selector: tuple[object, ...],
+        key: str,
+        matches: Callable[[Placed], bool],
+        label: tuple[str, str] | None,
+    ) -> dict[str, int]:
+        """`tally` over the existing nodes' records (the first `_node_records` of `placed`)."""
+        bases, whole = self.inp.bases, (*selector, key)
+        if bases is not None:
+            kept = bases.kept_tally(self._node_bases, whole)
+            if kept is not None:
+                return kept
+        counts: dict[str, int] = {}
+        positions: Iterable[int] = (
+            range(self._node_records) if label is None else self._existing_positions(*label)
+        )
+        _count(counts, self.placed, positions, key, matches)
+        if bases is not None:
+            bases.keep_tally(self._node_bases, whole, key, matches, label, counts)
+        return counts
+
+    def _existing_positions(self, key: str, value: str) -> Sequence[int]:
+        """Positions in `placed` of the existing nodes' records labelled `key=value`."""
+        if self.inp.bases is not None:  # kept by the warm container while no node changed
+            return self.inp.bases.label_positions(self._node_bases, key).get(value, ())
+        index = self._existing_by_label.get(key)
+        if index is None:
+            index = self._existing_by_label[key] = {}
+            for position in range(self._node_records):
+                found = self.placed[position].labels.get(key)
+                if found is not None:
+                    index.setdefault(found, []).append(position)
+        return index.get(value, [])
+
     def _with_label(self, key: str, value: str) -> list[int]:
-        """Positions in `placed` of the pods labelled `key=value` (the key's index built on first use)."""
+        """Positions in `placed` past the existing nodes' records (in-flight nodes' pods and the pods placed
+        by this solve) labelled `key=value` (the key's index built on first use, kept by `record`)."""
         index = self.by_label.get(key)
         if index is None:
             index = self.by_label[key] = {}
-            start = 0
-            if self.inp.bases is not None:  # the existing nodes' part, kept by the warm container
-                kept = self.inp.bases.label_positions(self._node_bases, key)
-                index.update((found, list(positions)) for found, positions in kept.items())
-                start = self._node_records
-            for position in range(start, len(self.placed)):
+            for position in range(self._node_records, len(self.placed)):
                 found = self.placed[position].labels.get(key)
                 if found is not None:
                     index.setdefault(found, []).append(position)

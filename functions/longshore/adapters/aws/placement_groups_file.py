@@ -21,8 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
+from longshore.adapters.aws.answer_file import AnswerFileError, load_entries, shown
 from longshore.core.placement_groups import PARTITION, STRATEGIES
 
 STATES: Final = ("pending", "available", "deleting", "deleted")
@@ -30,71 +29,21 @@ MAX_PARTITIONS: Final = 7
 """EC2's limit on a partition placement group's partitions (CreatePlacementGroup `PartitionCount`)."""
 
 
-class PlacementGroupFileError(ValueError):
+class PlacementGroupFileError(AnswerFileError):
     """The file could not be read or holds invalid entries; `problems` lists each (file, field, value)."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = tuple(problems)
 
 
 def load_placement_group_file(path: Path) -> tuple[dict[str, Any], ...]:
     """The validated entries of `path` (module docstring), `State` filled in."""
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise PlacementGroupFileError([f"{path}: cannot read the file: {error.strerror or error}"]) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise PlacementGroupFileError([f"{path}{where}: not JSON or YAML: {problem}"]) from None
-    if document is None:
-        raise PlacementGroupFileError(
-            [f"{path}: the file is empty (expected a DescribePlacementGroups answer)"]
-        )
-    entries = (
-        document["PlacementGroups"]
-        if isinstance(document, Mapping) and "PlacementGroups" in document
-        else document
+    return load_entries(
+        path,
+        "PlacementGroups",
+        "DescribePlacementGroups",
+        "placement groups",
+        _entry,
+        ("GroupId", "GroupName"),
+        PlacementGroupFileError,
     )
-    if not isinstance(entries, list):
-        raise PlacementGroupFileError(
-            [
-                f"{path}: expected a DescribePlacementGroups answer ({{'PlacementGroups': [...]}}) "
-                f"or a list of placement groups, got {_shown(document)}"
-            ]
-        )
-    problems: list[str] = []
-    found: list[dict[str, Any]] = []
-    seen: dict[tuple[str, str], int] = {}
-    for index, entry in enumerate(entries):
-        where = f"{path}: PlacementGroups[{index}]"
-        if not isinstance(entry, Mapping):
-            problems.append(f"{where}: expected a mapping of fields, got {_shown(entry)}")
-            continue
-        checked, wrong = _entry(dict(entry))
-        problems.extend(f"{where}.{message}" for message in wrong)
-        for field in ("GroupId", "GroupName"):
-            value = checked.get(field)
-            if isinstance(value, str) and value:
-                if (field, value) in seen:
-                    problems.append(
-                        f"{where}.{field}: {value!r} is also PlacementGroups[{seen[field, value]}]"
-                    )
-                seen.setdefault((field, value), index)
-        if not wrong:
-            found.append(checked)
-    if problems:
-        raise PlacementGroupFileError(problems)
-    return tuple(found)
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "nothing (the field is missing or null)"
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
 def _entry(entry: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -103,23 +52,23 @@ def _entry(entry: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for name in ("GroupName", "GroupId"):
         value = entry.get(name)
         if not isinstance(value, str) or not value:
-            wrong.append(f"{name}: a non-empty string is required, got {_shown(value)}")
+            wrong.append(f"{name}: a non-empty string is required, got {shown(value)}")
     strategy = entry.get("Strategy")
     if strategy not in STRATEGIES:
-        wrong.append(f"Strategy: expected one of {', '.join(STRATEGIES)}, got {_shown(strategy)}")
+        wrong.append(f"Strategy: expected one of {', '.join(STRATEGIES)}, got {shown(strategy)}")
     state = entry.setdefault("State", "available")
     if state not in STATES:
-        wrong.append(f"State: expected one of {', '.join(STATES)}, got {_shown(state)}")
+        wrong.append(f"State: expected one of {', '.join(STATES)}, got {shown(state)}")
     count = entry.get("PartitionCount")
     if strategy == PARTITION:
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PARTITIONS:
             wrong.append(
                 f"PartitionCount: an integer 1..{MAX_PARTITIONS} is required with the partition strategy, "
-                f"got {_shown(count)}"
+                f"got {shown(count)}"
             )
     elif count not in (None, 0) and strategy in STRATEGIES:
         wrong.append(
-            f"PartitionCount: only a partition group has partitions ({strategy}), got {_shown(count)}"
+            f"PartitionCount: only a partition group has partitions ({strategy}), got {shown(count)}"
         )
     return entry, wrong
 

@@ -25,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
+from longshore.adapters.aws.answer_file import AnswerFileError, load_entries, shown
 from longshore.core.reservations import MATCH_CRITERIA, RESERVATION_TYPES
 
 STATES: Final = (
@@ -45,69 +44,21 @@ STATES: Final = (
 _REQUIRED_TEXT: Final = ("CapacityReservationId", "InstanceType", "AvailabilityZone")
 
 
-class ReservationFileError(ValueError):
+class ReservationFileError(AnswerFileError):
     """The file could not be read or holds invalid entries; `problems` lists each (file, field, value)."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = tuple(problems)
 
 
 def load_reservation_file(path: Path) -> tuple[dict[str, Any], ...]:
     """The validated entries of `path` (module docstring), `EndDate` as an aware datetime."""
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ReservationFileError([f"{path}: cannot read the file: {error.strerror or error}"]) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise ReservationFileError([f"{path}{where}: not JSON or YAML: {problem}"]) from None
-    if document is None:
-        raise ReservationFileError(
-            [f"{path}: the file is empty (expected a DescribeCapacityReservations answer)"]
-        )
-    if isinstance(document, Mapping) and "CapacityReservations" in document:
-        entries = document["CapacityReservations"]
-    else:
-        entries = document
-    if not isinstance(entries, list):
-        raise ReservationFileError(
-            [
-                f"{path}: expected a DescribeCapacityReservations answer ({{'CapacityReservations': [...]}}) "
-                f"or a list of capacity reservations, got {_shown(document)}"
-            ]
-        )
-    problems: list[str] = []
-    found: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        where = f"{path}: CapacityReservations[{index}]"
-        if not isinstance(entry, Mapping):
-            problems.append(f"{where}: expected a mapping of fields, got {_shown(entry)}")
-            continue
-        checked, wrong = _entry(dict(entry))
-        problems.extend(f"{where}.{message}" for message in wrong)
-        rid = checked.get("CapacityReservationId")
-        if isinstance(rid, str) and rid:
-            if rid in seen:
-                problems.append(
-                    f"{where}.CapacityReservationId: {rid!r} is also CapacityReservations[{seen[rid]}]"
-                )
-            seen.setdefault(rid, index)
-        if not wrong:
-            found.append(checked)
-    if problems:
-        raise ReservationFileError(problems)
-    return tuple(found)
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "nothing (the field is missing or null)"
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+    return load_entries(
+        path,
+        "CapacityReservations",
+        "DescribeCapacityReservations",
+        "capacity reservations",
+        _entry,
+        ("CapacityReservationId",),
+        ReservationFileError,
+    )
 
 
 def _entry(entry: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -116,13 +67,13 @@ def _entry(entry: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for name in _REQUIRED_TEXT:
         value = entry.get(name)
         if not isinstance(value, str) or not value:
-            wrong.append(f"{name}: a non-empty string is required, got {_shown(value)}")
+            wrong.append(f"{name}: a non-empty string is required, got {shown(value)}")
     for name, required in (("AvailableInstanceCount", True), ("TotalInstanceCount", False)):
         value = entry.get(name)
         if value is None and not required:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            wrong.append(f"{name}: an integer >= 0 is required, got {_shown(value)}")
+            wrong.append(f"{name}: an integer >= 0 is required, got {shown(value)}")
     entry.setdefault("TotalInstanceCount", entry.get("AvailableInstanceCount"))
     for name, allowed, default in (
         ("InstanceMatchCriteria", MATCH_CRITERIA, "open"),
@@ -131,23 +82,23 @@ def _entry(entry: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     ):
         value = entry.setdefault(name, default)
         if value not in allowed:
-            wrong.append(f"{name}: expected one of {', '.join(allowed)}, got {_shown(value)}")
+            wrong.append(f"{name}: expected one of {', '.join(allowed)}, got {shown(value)}")
     owner = entry.setdefault("OwnerId", "")
     if not isinstance(owner, str):
-        wrong.append(f"OwnerId: a string is required, got {_shown(owner)}")
+        wrong.append(f"OwnerId: a string is required, got {shown(owner)}")
     interruptible = entry.setdefault("Interruptible", False)
     if not isinstance(interruptible, bool):
-        wrong.append(f"Interruptible: true or false is required, got {_shown(interruptible)}")
+        wrong.append(f"Interruptible: true or false is required, got {shown(interruptible)}")
     tags = entry.setdefault("Tags", [])
     if not isinstance(tags, list) or not all(
         isinstance(t, Mapping) and isinstance(t.get("Key"), str) and isinstance(t.get("Value", ""), str)
         for t in tags
     ):
-        wrong.append(f'Tags: a list of {{"Key": string, "Value": string}} is required, got {_shown(tags)}')
+        wrong.append(f'Tags: a list of {{"Key": string, "Value": string}} is required, got {shown(tags)}')
     if entry.get("EndDate") is not None:
         end = _end_date(entry["EndDate"])
         if end is None:
-            wrong.append(f"EndDate: an ISO 8601 date and time is required, got {_shown(entry['EndDate'])}")
+            wrong.append(f"EndDate: an ISO 8601 date and time is required, got {shown(entry['EndDate'])}")
         entry["EndDate"] = end
     return entry, wrong
 

@@ -111,6 +111,7 @@ class _Tally:
 
 
 _TALLIES_KEPT = 4096  # counts kept at most; past it they are all dropped and counted again when asked
+_VALUES_KEPT = 1 << 20  # domain values over all kept counts (a topology key with a value per node), likewise
 
 
 class NodeBases:
@@ -128,6 +129,7 @@ class NodeBases:
         self._anchored: dict[tuple[str, str], list[_Tally]] = {}
         self._open: list[_Tally] = []
         self._tally_ok = True  # no base twice in `_tally_order`
+        self._values = 0  # entries of the kept counts when they were kept
         self.recounted = 0  # bases whose records the kept counts were last brought up to date from
 
     def base(self, node: ExistingNode) -> NodeBase:
@@ -180,9 +182,10 @@ class NodeBases:
         self._follow(order)
         if selector in self._tallies or not self._tally_ok:
             return
-        if len(self._tallies) >= _TALLIES_KEPT:
+        if len(self._tallies) >= _TALLIES_KEPT or self._values + len(counts) > _VALUES_KEPT:
             self._drop_tallies()
         kept = self._tallies[selector] = _Tally(key, matches, label, {v: n for v, n in counts.items() if n})
+        self._values += len(kept.counts)
         if label is None:
             self._open.append(kept)
         else:
@@ -220,7 +223,7 @@ class NodeBases:
                 kept.add(placed, sign)
 
     def _drop_tallies(self) -> None:
-        self._tallies, self._anchored, self._open = {}, {}, []
+        self._tallies, self._anchored, self._open, self._values = {}, {}, [], 0
 
     def retain(self, nodes: Iterable[ExistingNode]) -> None:
         keep = {id(n) for n in nodes}

@@ -78,7 +78,7 @@ class WarmSnapshot:
         """The snapshot of `nodes` and `pods` (pods parsed through `cache`, which forgets the pods that left
         the list: `PodCache.retain` at the cost of what changed)."""
         with self._lock:
-            positions = dict(zip(map(id, pods), range(len(pods))))  # id -> index, without a Python loop
+            positions = dict(zip(map(id, pods), range(len(pods)), strict=True))  # id -> index, no Python loop
             if (config is not self._config and config != self._config) or len(positions) != len(pods):
                 self._reset(config)
                 if len(positions) != len(pods):  # the same object twice: nothing to keep, a plain rebuild

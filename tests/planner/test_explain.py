@@ -312,3 +312,196 @@ def test_a_move_that_saves_less_than_the_pool_threshold_is_left_alone_with_the_r
         "left alone: the move saves $0.1920/h for pool default, under its minimum of $1.0000/h "
         "(longshore.io/consolidation-min-savings: $1/h)"
     )
+
+
+# -- placement groups: the planner's lookup (`cli.placement_groups`) -----------------------------------------
+
+GROUPS = Path(__file__).parents[1] / "fixtures" / "aws" / "placement-groups.json"  # hdfs: 3 partitions
+PARTITION = "karpenter.k8s.aws/placement-group-partition"
+
+
+def select_group(files: dict[str, Path], name: str) -> None:
+    """The EC2NodeClass `default` selects the placement group `name` (`placementGroupSelector`)."""
+    files["config"].write_text(
+        CONFIG.replace(
+            "  role: KarpenterNodeRole", f"  placementGroupSelector: {{name: {name}}}\n  role: Karpenter"
+        )
+    )
+
+
+def pending_in_partition(name: str, partition: str) -> dict[str, Any]:
+    pod = running_pod(name, "", cpu="1", node_selector={PARTITION: partition})
+    pod["spec"].pop("nodeName", None)
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    return pod
+
+
+def test_the_pods_plan_offers_the_partitions_of_the_group_read_as_the_planner_reads_it(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    # GIVEN a node class in the partition group hdfs (3 partitions) and pending pods asking for partitions 2, 5
+    select_group(files, "hdfs")
+    seed(
+        emulator,
+        files,
+        {"n1": "m5.large"},
+        [pending_in_partition("db", "2"), pending_in_partition("odd", "5")],
+    )
+    # WHEN explained without the groups, the partition key is open: both get a node
+    for pod in ("default/db", "default/odd"):
+        assert json.loads(explain(emulator, files, pod, "--json").stdout)["verdict"] == "needs-node"
+    # AND with the groups read from a DescribePlacementGroups answer, the pool offers partitions 1..3 only
+    found = [
+        explain(emulator, files, pod, "--json", "--placement-groups", str(GROUPS)) for pod in ("db", "odd")
+    ]
+    assert all(result.exit_code == 0 for result in found), found[0].output
+    db, odd = (json.loads(result.stdout) for result in found)
+    assert db["verdict"] == "needs-node" and "in pool default" in db["reason"]
+    assert odd["verdict"] == "unschedulable" and PARTITION in odd["reason"]
+    assert not any("not looked up" in line for line in db["details"])
+
+
+def planners_reason(emulator: KubeApiEmulator, files: dict[str, Path], node: str) -> str | None:
+    """The disruption planner's own reason for `node`, its snapshot taken with the same file behind the
+    provisioner's adapter (`Ec2PlacementGroups`) as the planner Lambda takes it with EC2."""
+    from longshore.adapters.aws.network import Ec2PlacementGroups
+    from longshore.adapters.aws.placement_groups_file import FilePlacementGroupsEc2, load_placement_group_file
+    from longshore.adapters.kube.cluster import KubeCluster
+    from longshore.adapters.memory import MemoryClaimStore, MemoryOfferingAvailability
+    from longshore.cli.explain import kube_api_client, offline_catalog, read_claims_file
+    from longshore.config import load_cluster
+    from longshore.core.disruption import planner
+    from longshore.services.disruption_snapshot import take_snapshot
+
+    config = load_cluster([files["config"]], region="us-east-1", cluster_name="demo-cluster")
+    store = MemoryClaimStore()
+    for claim in read_claims_file(files["claims"]):
+        store.put(claim)
+    snapshot = take_snapshot(
+        KubeCluster(kube_api_client(None, None, emulator.url, None), component="test"),
+        store,
+        MemoryOfferingAvailability(),
+        offline_catalog(config.region),
+        config,
+        START,
+        placement_groups=Ec2PlacementGroups(FilePlacementGroupsEc2(load_placement_group_file(GROUPS))),
+    )
+    assert snapshot.input.placement_unresolved == frozenset({"default"})
+    return planner.plan(snapshot.input).reason_for(node)
+
+
+def test_a_failed_group_lookup_refuses_the_move_as_the_planner_does_and_says_why(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    # GIVEN two half-empty nodes (one would be a consolidation candidate) whose node class selects a group
+    # the DescribePlacementGroups answer does not have
+    select_group(files, "gone")
+    seed(
+        emulator,
+        files,
+        {"n1": "m5.xlarge", "n2": "m5.xlarge"},
+        [running_pod("w1", "n1", cpu="1"), running_pod("w2", "n2", cpu="1")],
+    )
+    # WHEN n1 and n2 are explained with that answer
+    results = [explain(emulator, files, n, "--json", "--placement-groups", str(GROUPS)) for n in ("n1", "n2")]
+    # THEN neither is a candidate: the planner refuses replacements in the class this pass, and says so
+    for node, result in zip(("n1", "n2"), results, strict=True):
+        assert result.exit_code == 0, result.output
+        answer = json.loads(result.stdout)
+        assert answer["verdict"] == "blocked"
+        assert answer["reason"] == planners_reason(emulator, files, node)
+        assert answer["reason"] == (
+            "the placement group of node class default could not be looked up, "
+            "so no replacement can be planned with its partitions"
+        )
+        assert (
+            "placement group not looked up: EC2NodeClass default: spec.placementGroupSelector name gone "
+            "matches no available placement group; no replacement is planned in pool(s) default this pass "
+            "and none of their nodes is disrupted gracefully (an empty node may still go)"
+        ) in answer["details"]
+        assert f"{GROUPS}: EC2NodeClass default: spec.placementGroupSelector name gone" in result.stderr
+    # AND a pending pod in that class is planned as the provisioner plans it: key open, the launch named
+    waiting = running_pod("waiting", "", cpu="3500m")
+    waiting["spec"].pop("nodeName", None)
+    waiting["status"] = {"phase": "Pending"}
+    emulator.store.create("pods", waiting, keep_status=True)
+    answer = json.loads(
+        explain(emulator, files, "waiting", "--json", "--placement-groups", str(GROUPS)).stdout
+    )
+    assert answer["verdict"] == "needs-node"
+    assert any(
+        line.startswith("placement group not looked up: EC2NodeClass default:")
+        and "the provisioner plans pool default with the partition key open" in line
+        for line in answer["details"]
+    )
+
+
+def test_what_if_removed_offers_no_new_node_in_a_class_whose_group_was_not_looked_up(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    # GIVEN two nodes too full to take each other's pods, in a class whose group lookup fails
+    select_group(files, "gone")
+    seed(
+        emulator,
+        files,
+        {"n1": "m5.xlarge", "n2": "m5.xlarge"},
+        [running_pod("a", "n1", cpu="3"), running_pod("b", "n2", cpu="3")],
+    )
+    # WHEN asked what removing n1 would do
+    answer = json.loads(
+        explain(
+            emulator, files, "n1", "--what-if-removed", "--json", "--placement-groups", str(GROUPS)
+        ).stdout
+    )
+    # THEN its pod has nowhere to go (no new claim in that pool, as a consolidation plans it) and the
+    # placement group is named as what blocks the removal
+    assert answer["verdict"] == "blocked"
+    assert any(line.startswith("default/a has nowhere to run") for line in answer["details"])
+    assert "blocked: the placement group of node class default could not be looked up" in "\n".join(
+        answer["details"]
+    )
+    # AND with the group found, the move would launch a node in its partitions
+    select_group(files, "hdfs")
+    found = json.loads(
+        explain(
+            emulator, files, "n1", "--what-if-removed", "--json", "--placement-groups", str(GROUPS)
+        ).stdout
+    )
+    assert any(line.startswith("new node ") for line in found["details"])
+
+
+@pytest.mark.slow  # --live reads every instance type and price from moto (a few seconds)
+def test_live_asks_ec2_and_a_denied_lookup_is_named_and_refuses_the_move(
+    emulator: KubeApiEmulator, files: dict[str, Path]
+) -> None:
+    """`--live` without a file: DescribePlacementGroups on EC2 (moto) through `Ec2PlacementGroups`; EC2
+    refusing the call (a botocore hook answers UnauthorizedOperation) is a failed lookup, as in the planner."""
+    from botocore.exceptions import ClientError
+
+    def deny(**_: Any) -> None:
+        error = {"Code": "UnauthorizedOperation", "Message": "not allowed"}
+        raise ClientError({"Error": error}, "DescribePlacementGroups")
+
+    select_group(files, "hdfs")
+    seed(
+        emulator,
+        files,
+        {"n1": "m5.xlarge", "n2": "m5.xlarge"},
+        [running_pod("w1", "n1", cpu="1"), running_pod("w2", "n2", cpu="1")],
+    )
+    with mock_aws():
+        boto3.setup_default_session(region_name="us-east-1")
+        try:
+            boto3.DEFAULT_SESSION.events.register("before-call.ec2.DescribePlacementGroups", deny)
+            result = explain(emulator, files, "n1", "--json", "--live")
+        finally:
+            boto3.DEFAULT_SESSION = None
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["verdict"] == "blocked" and "could not be looked up" in answer["reason"]
+    [line] = [line for line in answer["details"] if line.startswith("placement group not looked up")]
+    assert "EC2NodeClass default: spec.placementGroupSelector name hdfs: " in line
+    assert "UnauthorizedOperation" in line and "EC2: EC2NodeClass default" in result.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from longshore.cli.status import command
 from longshore_sim.clock import VirtualClock
@@ -71,12 +71,14 @@ def karpenter_nodeclaim(name: str, node: str, type_name: str) -> dict[str, Any]:
     }
 
 
-def seed(emulator: KubeApiEmulator, *, pool_operator: str = "In") -> None:
+def seed(emulator: KubeApiEmulator, *, pool_operator: str = "In", placement_group: str | None = None) -> None:
     for doc in yaml.safe_load_all(CONFIG):
         if doc["kind"] == "NodePool":
             doc["spec"]["template"]["spec"]["requirements"][1]["operator"] = pool_operator
             emulator.store.create("nodepools", doc)
         else:
+            if placement_group is not None:
+                doc["spec"]["placementGroupSelector"] = {"name": placement_group}
             emulator.store.create("ec2nodeclasses", doc)
     for node in ("n1", "n2"):
         emulator.store.create(
@@ -109,7 +111,7 @@ def status(emulator: KubeApiEmulator, tmp_path: Path, *extra: str) -> dict[str, 
     ]
     result = CliRunner().invoke(command, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)  # type: ignore[no-any-return]
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
 def test_status_reads_karpenters_objects_and_says_what_it_would_do(
@@ -290,3 +292,105 @@ def test_status_shows_config_file_and_cluster_buffers_and_plans_them_after_the_r
     args = ["--kubeconfig", str(kubeconfig(emulator, tmp_path)), "--cluster-name", "demo-cluster"]
     text = CliRunner().invoke(command, [*args, "--now", str(START), "--config", str(config)]).output
     assert "capacity buffers:\n  default/spare (" in text
+
+
+# -- placement groups: the planner's lookup (`cli.placement_groups`) -----------------------------------------
+
+GROUPS = Path(__file__).parents[1] / "fixtures" / "aws" / "placement-groups.json"  # hdfs: 3 partitions
+PARTITION = "karpenter.k8s.aws/placement-group-partition"
+
+
+def pending_in_partition(emulator: KubeApiEmulator, name: str, partition: str) -> None:
+    pod = pod_manifest(name, cpu="1", node_selector={PARTITION: partition})
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    emulator.store.create("pods", pod, keep_status=True)
+
+
+def status_result(emulator: KubeApiEmulator, tmp_path: Path, *extra: str) -> Result:
+    args = ["--kubeconfig", str(kubeconfig(emulator, tmp_path)), "--cluster-name", "demo-cluster"]
+    return CliRunner().invoke(command, [*args, "--now", str(START), *extra], catch_exceptions=False)
+
+
+def test_status_offers_the_partitions_of_the_group_read_from_a_file(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    # GIVEN the cluster's EC2NodeClass selects the partition group hdfs; a pod asks for partition 5 of it
+    seed(emulator, placement_group="hdfs")
+    pending_in_partition(emulator, "odd", "5")
+    # WHEN the status is read without the groups, the key is open and the pod gets a node
+    assert not status(emulator, tmp_path)["launch"]["unschedulable"]
+    # AND with them (a DescribePlacementGroups answer), the group is listed and partition 5 exists nowhere
+    report = status(emulator, tmp_path, "--placement-groups", str(GROUPS))
+    assert report["placement_groups"] == {
+        "found": {
+            "default": {
+                "id": "pg-0123456789abcdef0",
+                "name": "hdfs",
+                "strategy": "partition",
+                "partitions": 3,
+            }
+        },
+        "unresolved": {},
+    }
+    [(pod, reason)] = [(item["pod"], item["reason"]) for item in report["launch"]["unschedulable"]]
+    assert pod == "default/odd" and PARTITION in reason
+    text = status_result(emulator, tmp_path, "--placement-groups", str(GROUPS)).stdout
+    assert (
+        "placement groups:\n  EC2NodeClass default: placement group hdfs (pg-0123456789abcdef0, partition, 3 partitions)"
+        in text
+    )
+
+
+def test_a_failed_group_lookup_is_the_planners_decision_in_the_status(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    # GIVEN the node class selects a group the answer does not have; n1 runs a pod, n2 is empty
+    seed(emulator, placement_group="gone")
+    # WHEN the status is read with that answer
+    result = status_result(emulator, tmp_path, "--json", "--placement-groups", str(GROUPS))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    why = "EC2NodeClass default: spec.placementGroupSelector name gone matches no available placement group"
+    # THEN the failure is named, on stderr and in the report
+    assert report["placement_groups"] == {"found": {}, "unresolved": {"default": why}}
+    assert f"{GROUPS}: {why}; this pass the planner plans no replacement in its pools" in result.stderr
+    # AND the disruption part is the planner's: the empty node may still go (no pod moves)
+    assert any("n2" in text for text in report["disruption"]["decisions"])
+    # AND once n2 runs a pod too, neither node is consolidated: no replacement is planned in the class
+    emulator.store.create("pods", running_pod("api", "n2", cpu="1"), keep_status=True)
+    left_alone = status(emulator, tmp_path, "--placement-groups", str(GROUPS))["disruption"]["left_alone"]
+    assert left_alone == {
+        node: "the placement group of node class default could not be looked up, "
+        "so no replacement can be planned with its partitions"
+        for node in ("n1", "n2")
+    }
+    # AND the pending pod is planned as the provisioner plans it: the key open
+    (claim,) = report["launch"]["claims"]
+    assert claim["instance_type"] == "m5.2xlarge"
+
+
+@pytest.mark.slow  # --live reads every instance type and price from moto (a few seconds)
+def test_live_looks_the_groups_up_in_ec2_through_the_provisioners_adapter(
+    emulator: KubeApiEmulator, tmp_path: Path
+) -> None:
+    """`--live` without a file: DescribePlacementGroups on EC2 (moto, with `longshore_sim.placement_groups`
+    standing in for the placement-group calls moto lacks), through `Ec2PlacementGroups`."""
+    import boto3
+    from moto import mock_aws
+
+    from longshore_sim.placement_groups import PlacementGroups
+
+    seed(emulator, placement_group="hdfs")
+    with mock_aws():
+        boto3.setup_default_session(region_name="us-east-1")
+        try:
+            made = PlacementGroups().attach(boto3.DEFAULT_SESSION).create("hdfs", "partition", 2)
+            report = status(emulator, tmp_path, "--live")
+        finally:
+            boto3.DEFAULT_SESSION = None
+    assert report["placement_groups"]["found"] == {
+        "default": {"id": made.group_id, "name": "hdfs", "strategy": "partition", "partitions": 2}
+    }

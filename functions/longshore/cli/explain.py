@@ -11,9 +11,9 @@ one the Lambda acts on:
   is not worth its disruption (a `Balanced` pool's score, or the pool's
   `longshore.io/consolidation-min-savings`). Nodes this cluster does not own are said to be so, and the
   pool's budgets are shown for every reason.
-- a NODE with `--what-if-removed`: where each of its pods would go if the node were removed now (a node that
-  exists, or a node the provisioner would launch, with its type and $/h), what that costs or saves per hour,
-  and what would block a graceful removal (do-not-disrupt, a PodDisruptionBudget, the pool's budget). Nothing
+- a NODE with `--what-if-removed` (`cli.what_if`): where each of its pods would go if the node were removed
+  now (a node that exists, or a node the provisioner would launch, with its type and $/h), what that costs or
+  saves per hour, and what would block a graceful removal (do-not-disrupt, a PodDisruptionBudget, the pool's budget). Nothing
   is decided or written: it answers the question a consolidation would ask about this one node.
 - a POD (`NAMESPACE/NAME`, or a name found in one namespace): where it runs, or, when it is pending, what
   the packing engine (`core.scheduling.solve`) does with it: the node or in-flight claim it fits, the node
@@ -23,8 +23,11 @@ The cluster is reached with `--kubeconfig` (default: the usual kubeconfig) or `-
 `--token`); the claims come from the DynamoDB table (`--table`, the production adapter, so
 `AWS_ENDPOINT_URL` can point it at moto), from a JSON file (`--claims`, a list of claim documents as the
 store keeps them) or, with neither, from the cluster's NodeClaim objects (as `longshore status` reads them). Prices come from the offline catalog (EC2 shapes shipped as package data, the shipped price
-table) unless `--live` asks AWS. `--now EPOCH` evaluates at another time (reproducible output); `--json`
-prints `{"kind", "name", "verdict", "reason", "details"}`. Exit status: 0 with an answer, 1 when the object
+table) unless `--live` asks AWS. The node classes' placement groups are looked up as the planner looks them
+up (`cli.placement_groups`): from `--placement-groups FILE`, else from EC2 with `--live`, else not at all (the
+partition key open); a class whose lookup fails is refused replacements by the planner this pass, and the
+answer names the failure (a node's details, a pending pod's launch). `--now EPOCH` evaluates at another time
+(reproducible output); `--json` prints `{"kind", "name", "verdict", "reason", "details"}`. Exit status: 0 with an answer, 1 when the object
 does not exist, 2 for bad options or configuration.
 """
 
@@ -40,6 +43,12 @@ from typing import Any, TypeVar
 import click
 
 from longshore.cli.options import config_options, load_from_options
+from longshore.cli.placement_groups import (
+    launch_note,
+    placement_groups_option,
+    placement_groups_port,
+    unresolved_lines,
+)
 from longshore.core.catalog import Catalog
 from longshore.core.claims import NodeClaim
 from longshore.core.commands import DisruptionReason
@@ -250,7 +259,9 @@ def _budget_lines(config: ClusterConfig, pool_name: str, inp: Any) -> tuple[str,
     return tuple(lines)
 
 
-def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
+def explain_node(
+    name: str, snapshot: Any, config: ClusterConfig, placement_failures: Mapping[str, str] | None = None
+) -> Answer:
     from longshore.services.disruption_events import describe_decision
 
     inp = snapshot.input
@@ -269,7 +280,11 @@ def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
         f"pool {managed.nodepool}, {managed.instance_type} {managed.capacity_type} in {managed.zone}, "
         f"${managed.price:.4f}/h, {len(managed.reschedulable_pods())} pods to move"
     )
-    details = (head, *_budget_lines(config, managed.nodepool, inp))
+    details = (
+        head,
+        *_budget_lines(config, managed.nodepool, inp),
+        *unresolved_lines(inp, placement_failures or {}),
+    )
     plan = planner.plan(inp)
     for decision in plan.decisions:
         if name in decision.node_names:
@@ -289,55 +304,6 @@ def explain_node(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
     return Answer("node", name, verdict, reason, details)
 
 
-def what_if_removed(name: str, snapshot: Any, config: ClusterConfig) -> Answer:
-    """Where NODE's pods would go without it, the $/h difference, and what would block its removal."""
-    from dataclasses import replace
-
-    from longshore.core.disruption import guards
-
-    inp = snapshot.input
-    managed = snapshot.managed(name)
-    if managed is None:
-        return Answer("node", name, "not-managed", f"node {name} is not owned by cluster {config.name}")
-    moved = tuple(replace(p, node_name="", nominated_node_name="") for p in managed.reschedulable_pods())
-    others = [n.node for n in inp.nodes if n.name != name and not n.disrupting]
-    plan = solve(
-        SchedulingInput(
-            pods=moved,
-            pools=config.pools_by_weight(),
-            node_classes=config.node_classes,
-            catalog=inp.catalog,
-            nodes=(*others, *inp.unmanaged),
-            in_flight=inp.in_flight,
-            daemonsets=inp.daemonsets,
-            unavailable=inp.unavailable,
-            settings=config.settings,
-        )
-    )
-    lines = [f"{key} -> {node}" for key, node in sorted(plan.placements().items())]
-    for claim in plan.new_claims:
-        lines.append(
-            f"new node {claim.name}: {claim.instance_type} {claim.capacity_type} {claim.zone}, "
-            f"${claim.price_per_hour:.4f}/h, for {len(claim.pods)} pod(s)"
-        )
-    lines += [f"{key} has nowhere to run: {reason}" for key, reason in plan.unschedulable]
-    blocker = guards.graceful_blocker(managed, inp.pdbs, inp.now)
-    lines.append(f"blocked: {blocker}" if blocker else "nothing blocks a graceful removal (PDBs allow it)")
-    lines += list(_budget_lines(config, managed.nodepool, inp))
-    delta = managed.price - plan.cost_per_hour
-    if plan.unschedulable:
-        verdict, reason = "blocked", f"{len(plan.unschedulable)} of its pods would have nowhere to run"
-    elif delta >= 0:
-        verdict = "would-save"
-        reason = (
-            f"removing it saves ${delta:.4f}/h (${managed.price:.4f}/h node, ${plan.cost_per_hour:.4f}/h new)"
-        )
-    else:
-        verdict = "would-cost"
-        reason = f"removing it costs ${-delta:.4f}/h more (${plan.cost_per_hour:.4f}/h of new nodes)"
-    return Answer("node", name, verdict, reason, tuple(lines))
-
-
 def _find_pod(
     manifests: Sequence[Mapping[str, Any]], target: str, namespace: str | None
 ) -> Mapping[str, Any] | None:
@@ -355,7 +321,14 @@ def _find_pod(
     return found[0] if found else None
 
 
-def explain_pod(manifest: Mapping[str, Any], snapshot: Any, config: ClusterConfig) -> Answer:
+def explain_pod(
+    manifest: Mapping[str, Any],
+    snapshot: Any,
+    config: ClusterConfig,
+    placement_failures: Mapping[str, str] | None = None,
+) -> Answer:
+    """Where a pod runs, or what the provisioner's plan does with it (a pool whose node class's placement
+    group was not looked up is planned with the partition key open, as the provisioner plans it)."""
     from longshore.core.pod_manifest import pod_from_manifest
     from longshore.services import snapshot as snap
 
@@ -390,6 +363,7 @@ def explain_pod(manifest: Mapping[str, Any], snapshot: Any, config: ClusterConfi
             daemonsets=inp.daemonsets,
             unavailable=inp.unavailable,
             settings=config.settings,
+            placement_groups=inp.placement_groups,
         )
     )
     for pod_key, reason in plan.unschedulable:
@@ -401,13 +375,14 @@ def explain_pod(manifest: Mapping[str, Any], snapshot: Any, config: ClusterConfi
             return Answer("pod", key, "fits", f"it fits on {where} {placement.node}", tuple(details))
     for claim in plan.new_claims:
         if key in claim.pods:
+            note = launch_note(inp, placement_failures or {}, claim.nodepool)
             return Answer(
                 "pod",
                 key,
                 "needs-node",
                 f"the provisioner launches a node for it: {claim.instance_type} ({claim.capacity_type}, "
                 f"{claim.zone}, ${claim.price_per_hour:.4f}/h) in pool {claim.nodepool}",
-                tuple(details),
+                (*details, *([note] if note else [])),
             )
     return Answer(
         "pod", key, "pending", "the packing engine did not consider it (not provisionable)", tuple(details)
@@ -436,8 +411,12 @@ def _print(answer: Answer) -> None:
 @store_options
 @click.option("--namespace", "-n", help="Namespace of a pod given by name only.")
 @click.option(
-    "--live", is_flag=True, help="Price from AWS (default credentials) instead of the shipped table."
+    "--live",
+    is_flag=True,
+    help="Price from AWS and look the placement groups up in EC2 (default credentials) instead of the "
+    "shipped table.",
 )
+@placement_groups_option
 @click.option("--now", "now_epoch", type=float, help="Evaluate at this epoch time (default: now).")
 @click.option("--json", "as_json", is_flag=True, help="Print {kind, name, verdict, reason, details} as JSON.")
 @click.option(
@@ -459,6 +438,7 @@ def command(
     claims_file: Path | None,
     namespace: str | None,
     live: bool,
+    placement_groups_path: Path | None,
     now_epoch: float | None,
     as_json: bool,
     what_if: bool,
@@ -473,17 +453,22 @@ def command(
     store = claim_store(table, claims_file, config.region, api)
     cluster = KubeCluster(api, component="longshore-cli")
     now = now_epoch if now_epoch is not None else time.time()
+    catalog = load_catalog_for(config, live)
+    groups = placement_groups_port(placement_groups_path, config, live=live)  # the planner's lookup
     snapshot = take_snapshot(
-        cluster, store, MemoryOfferingAvailability(), load_catalog_for(config, live), config, now
+        cluster, store, MemoryOfferingAvailability(), catalog, config, now, placement_groups=groups
     )
+    failures = groups.failures if groups is not None else {}
     if "/" not in target and target in snapshot.node_manifests:
-        answer = (what_if_removed if what_if else explain_node)(target, snapshot, config)
+        from longshore.cli.what_if import what_if_removed
+
+        answer = (what_if_removed if what_if else explain_node)(target, snapshot, config, failures)
     else:
         manifest = _find_pod(snapshot.pod_manifests, target, namespace)
         if manifest is None:
             click.secho(f"no node or pod called {target!r} in the cluster", fg="red", err=True)
             raise click.exceptions.Exit(NOT_FOUND_EXIT_CODE)
-        answer = explain_pod(manifest, snapshot, config)
+        answer = explain_pod(manifest, snapshot, config, failures)
     if as_json:
         click.echo(json.dumps(answer.as_json(), indent=2))
     else:

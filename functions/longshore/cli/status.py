@@ -8,10 +8,17 @@ today), and asks the same pure code the functions run: the packing engine for th
 disruption planner for every node. It prints the pools (source, readiness, nodes, $/h), what would be
 launched and what it costs (CapacityBuffers' virtual pods included, planned after the real ones; each buffer,
 from the config file or the cluster, with where its virtual pods would go), what would be disrupted and what it saves, and why every other node is left alone.
-Nothing is written: no status, no Event, no AWS call (prices come from the shipped table unless `--live`).
+Nothing is written: no status, no Event, no AWS call (prices come from the shipped table unless `--live`,
+which also asks EC2 for the placement groups; both are reads).
+The node classes' placement groups are looked up as the planner looks them up (`cli.placement_groups`): from
+`--placement-groups FILE`, else from EC2 with `--live`, else not at all (the partition key open). The launch
+offers their partitions as the provisioner does (a class whose lookup failed is planned with the key open);
+the disruption part is the planner's own, which refuses replacements in such a class this pass (its nodes are
+left alone with that reason, empty ones may still go); `placement_groups` lists what was found and why a
+lookup failed.
 
-`--json` prints {"cluster", "pools": [...], "launch": {...}, "buffers": [...], "disruption": {...},
-"cost_per_hour": {...}}.
+`--json` prints {"cluster", "pools": [...], "placement_groups": {"found": {...}, "unresolved": {...}},
+"launch": {...}, "buffers": [...], "disruption": {...}, "cost_per_hour": {...}}.
 Exit status: 0, or 2 for bad options or an invalid `--config`.
 """
 
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +41,12 @@ from longshore.cli.explain import (
     store_options,
 )
 from longshore.cli.options import config_options, load_from_options, print_config_errors
+from longshore.cli.placement_groups import (
+    PLANNED_OPEN,
+    REFUSED,
+    placement_groups_option,
+    placement_groups_port,
+)
 from longshore.config import ConfigErrors
 from longshore.core.karpenter_objects import ObjectVerdict
 from longshore.core.model import ClusterConfig
@@ -124,15 +138,37 @@ def _buffers_report(buffers: Any, plan: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _groups_report(inp: Any, failures: Mapping[str, str]) -> dict[str, Any]:
+    """The placement groups the snapshot's lookup found (node class -> group) and why the others were not."""
+    found = {
+        name: {
+            "id": group.group_id,
+            "name": group.name,
+            "strategy": group.strategy,
+            "partitions": group.partition_count,
+        }
+        for name, group in inp.placement_groups
+    }
+    unresolved = {
+        name: failures.get(name) or "the lookup failed" for name in sorted(inp.placement_unresolved)
+    }
+    return {"found": found, "unresolved": unresolved}
+
+
 def build_report(
-    config: ClusterConfig, verdicts: tuple[ObjectVerdict, ...], snapshot: Any, buffers: Any = None
+    config: ClusterConfig,
+    verdicts: tuple[ObjectVerdict, ...],
+    snapshot: Any,
+    buffers: Any = None,
+    placement_failures: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """`buffers`: a `services.buffer_pods.BufferPass` read with the snapshot (None: no buffer section rows)."""
+    """`buffers`: a `services.buffer_pods.BufferPass` read with the snapshot (None: no buffer section rows);
+    `placement_failures`: node class -> why its placement group was not looked up (`cli.placement_groups`)."""
     from longshore.core.disruption import planner
     from longshore.services.disruption_events import describe_decision
 
     inp = snapshot.input
-    plan = _solve_pending(config, snapshot)
+    plan = _solve_pending(config, snapshot, placement_groups=inp.placement_groups)
     disruption = planner.plan(inp)
     decided = {name for d in disruption.decisions for name in d.node_names}
     invalid = {(v.kind, v.name): v for v in verdicts if not v.valid}
@@ -167,6 +203,7 @@ def build_report(
     return {
         "cluster": config.name,
         "pools": pools,
+        "placement_groups": _groups_report(inp, placement_failures or {}),
         "launch": {
             "pending_pods": len(inp.pending),
             "claims": [
@@ -210,6 +247,17 @@ def _print(report: dict[str, Any]) -> None:
         click.echo(
             f"  {pool['name']:<20} {pool['nodes']:>4} nodes  ${pool['cost_per_hour']:.4f}/h  {state}  ({pool['source']})"
         )
+    groups = report["placement_groups"]
+    if groups["found"] or groups["unresolved"]:
+        click.echo("placement groups:")
+    for node_class, group in groups["found"].items():
+        partitions = f", {group['partitions']} partitions" if group["partitions"] else ""
+        click.echo(
+            f"  EC2NodeClass {node_class}: placement group {group['name']} ({group['id']}, "
+            f"{group['strategy']}{partitions})"
+        )
+    for node_class, why in groups["unresolved"].items():
+        click.echo(f"  EC2NodeClass {node_class}: placement group not looked up: {why}")
     launch = report["launch"]
     click.echo(
         f"pending pods: {launch['pending_pods']} ({launch['fits_existing']} fit existing nodes); "
@@ -244,8 +292,11 @@ def _live_snapshot(
     store: ClaimStore | None,
     live: bool,
     now: float,
-) -> tuple[ClusterConfig, tuple[ObjectVerdict, ...], Any, Any]:
-    """Read the cluster once, as the functions do (see the module docstring); nothing is written."""
+    placement_groups_path: Path | None = None,
+    consequence: str = REFUSED,
+) -> tuple[ClusterConfig, tuple[ObjectVerdict, ...], Any, Any, Mapping[str, str]]:
+    """Read the cluster once, as the functions do (see the module docstring); nothing is written. The last
+    item: node class -> why its placement group was not looked up (`cli.placement_groups`)."""
     from longshore.adapters.kube.cluster import KubeCluster
     from longshore.adapters.kube.karpenter import KubeKarpenterObjects
     from longshore.adapters.memory import MemoryOfferingAvailability
@@ -256,16 +307,13 @@ def _live_snapshot(
     config, verdicts = live_config(config_paths, region, cluster_name, objects)
     claims = store if store is not None else cluster_claims(api)
     cluster = KubeCluster(api, component="longshore-cli")
+    catalog = load_catalog_for(config, live)
+    groups = placement_groups_port(placement_groups_path, config, live=live, consequence=consequence)
     snapshot = take_snapshot(
-        cluster,
-        claims,
-        MemoryOfferingAvailability(),
-        load_catalog_for(config, live),
-        config,
-        now,
+        cluster, claims, MemoryOfferingAvailability(), catalog, config, now, placement_groups=groups
     )
     buffers = buffer_pods.read_buffers(buffer_pods.source_of(cluster, config), config)
-    return config, verdicts, snapshot, buffers
+    return config, verdicts, snapshot, buffers, groups.failures if groups is not None else {}
 
 
 def live_plan(
@@ -282,14 +330,15 @@ def live_plan(
     """`longshore plan` without `--pods`: the plan for the pods pending now in a live cluster (read-only),
     with the capacity reservations of `reservations_path` (`cli.reservations`) and the placement groups of
     `placement_groups_path` (`cli.placement_groups`)."""
-    from longshore.cli.placement_groups import read_placement_groups
     from longshore.cli.reservations import read_reservations
 
     api = kube_api_client(kubeconfig, kube_context, server, token)
     now = time.time()
-    config, _, snapshot, _ = _live_snapshot(config_paths, region, cluster_name, api, None, False, now)
+    config, _, snapshot, _, _ = _live_snapshot(
+        config_paths, region, cluster_name, api, None, False, now, placement_groups_path, PLANNED_OPEN
+    )
     reserved = read_reservations(reservations_path, config, snapshot.input.catalog, now)
-    return _solve_pending(config, snapshot, reserved, read_placement_groups(placement_groups_path, config))
+    return _solve_pending(config, snapshot, reserved, snapshot.input.placement_groups)
 
 
 @click.command(name="status")
@@ -297,8 +346,12 @@ def live_plan(
 @cluster_options
 @store_options
 @click.option(
-    "--live", is_flag=True, help="Price from AWS (default credentials) instead of the shipped table."
+    "--live",
+    is_flag=True,
+    help="Price from AWS and look the placement groups up in EC2 (default credentials) instead of the "
+    "shipped table.",
 )
+@placement_groups_option
 @click.option("--now", "now_epoch", type=float, help="Evaluate at this epoch time (default: now).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def command(
@@ -312,6 +365,7 @@ def command(
     table: str | None,
     claims_file: Path | None,
     live: bool,
+    placement_groups_path: Path | None,
     now_epoch: float | None,
     as_json: bool,
 ) -> None:
@@ -319,10 +373,10 @@ def command(
     api = kube_api_client(kubeconfig, kube_context, server, token)
     store = claim_store(table, claims_file, region, api)
     now = now_epoch if now_epoch is not None else time.time()
-    config, verdicts, snapshot, buffers = _live_snapshot(
-        config_paths, region, cluster_name, api, store, live, now
+    config, verdicts, snapshot, buffers, failures = _live_snapshot(
+        config_paths, region, cluster_name, api, store, live, now, placement_groups_path
     )
-    report = build_report(config, verdicts, snapshot, buffers)
+    report = build_report(config, verdicts, snapshot, buffers, failures)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from longshore.core import labels as wk
 from longshore.core.volume_topology import BIND_COMPLETED
 from longshore_sim.world import SimulatedWorld
 from tests.provisioning.conftest import events, pods
 
 MakeWorld = Callable[..., SimulatedWorld]
+pytestmark = pytest.mark.slow  # a simulated world with moto, as tests/provisioning/test_provisioning.py
 
 EBS_ZONE = "topology.ebs.csi.aws.com/zone"
 

@@ -317,9 +317,9 @@ class ProvisionerService:
         seen = warm.update(nodes, pod_manifests, self._config, self._pods)
         pending, skipped, skipped_bound = seen.pending, seen.skipped_pending, seen.skipped_bound
         existing, skipped_nodes = seen.existing, seen.skipped_nodes
-        pending, refused = volume_topology.apply(
-            pending, self._cluster, validate=True
-        )  # per pass: current PVs
+        waiting = seen.pending  # every provisionable pod, for the gauges
+        # the claims, volumes and classes of this pass (`services.volume_topology`: not folded into cached pods)
+        pending, refused = volume_topology.apply(waiting, self._cluster, validate=True)
         catalog = self._catalog()
         in_flight = snapshot.in_flight_nodes(
             claims, (snapshot.provider_id_of(n) for n in nodes), catalog, self._config
@@ -367,7 +367,7 @@ class ProvisionerService:
         self._events.report_unschedulable(plan, pending)
         self._events.report_failures(launches, plan, pending)
         self._events.report_skipped((*skipped, *refused, *skipped_bound, *skipped_nodes, *skipped_ds))
-        self._emit_gauges(pending=pending, claims=(*claims, *(o.claim for o in launches if o.claim)))
+        self._emit_gauges(pending=waiting, claims=(*claims, *(o.claim for o in launches if o.claim)))
         return PassResult(
             "planned",
             started,

@@ -63,6 +63,9 @@ def apply_moving(
     kept: list[Pod] = []
     refused: list[tuple[Pod, str]] = []
     for pod in pods:
+        if pod.is_daemonset or pod.is_mirror or pod.is_terminal or pod.deleting:
+            kept.append(pod)  # never moved (`ManagedNode.reschedulable_pods`)
+            continue
         found = vt.inject(pod, volumes, validate=False)
         if isinstance(found, vt.Refusal):
             refused.append((pod, found.reason))

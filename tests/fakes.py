@@ -59,6 +59,9 @@ class FakeCluster:
         self.pods: dict[tuple[str, str], Manifest] = {}
         self.pdbs: list[Manifest] = []
         self.daemonsets: list[Manifest] = []
+        self.pvcs: list[Manifest] = []
+        self.pvs: list[Manifest] = []
+        self.storage_classes: list[Manifest] = []
         self.events: list[KubeEvent] = []
         self.event_counts: dict[str, int] = {}  # event name -> times posted
         self.evicted: list[str] = []
@@ -149,6 +152,15 @@ class FakeCluster:
 
     def list_pdbs(self) -> list[Manifest]:
         return copy.deepcopy(self.pdbs)
+
+    def list_persistent_volume_claims(self) -> list[Manifest]:
+        return copy.deepcopy(self.pvcs)
+
+    def list_persistent_volumes(self) -> list[Manifest]:
+        return copy.deepcopy(self.pvs)
+
+    def list_storage_classes(self) -> list[Manifest]:
+        return copy.deepcopy(self.storage_classes)
 
     def patch_node(self, name: str, patch: NodePatch) -> Manifest | None:
         with self._lock:

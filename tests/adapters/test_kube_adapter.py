@@ -280,3 +280,33 @@ def test_the_termination_finalizer_holds_a_deleted_node_until_delete_node_releas
 
     assert kube.delete_node("n1") is True
     assert kube.get_node("n1") is None
+
+
+def test_storage_objects_are_listed_for_volume_topology(emulator: KubeApiEmulator, kube: KubeCluster) -> None:
+    zone = {"key": "topology.ebs.csi.aws.com/zone", "operator": "In", "values": ["us-east-1b"]}
+    emulator.store.create(
+        "persistentvolumes",
+        {
+            "metadata": {"name": "pv-1"},
+            "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}}},
+        },
+    )
+    for i in range(3):
+        emulator.store.create(
+            "persistentvolumeclaims",
+            {"metadata": {"name": f"data-{i}"}, "spec": {"volumeName": "pv-1", "storageClassName": "gp3"}},
+            "default",
+        )
+    emulator.store.create(
+        "storageclasses", {"metadata": {"name": "gp3"}, "volumeBindingMode": "WaitForFirstConsumer"}
+    )
+    assert [c["metadata"]["name"] for c in kube.list_persistent_volume_claims()] == [
+        "data-0",
+        "data-1",
+        "data-2",
+    ]
+    volumes = kube.list_persistent_volumes()
+    assert volumes[0]["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"] == [
+        zone
+    ]
+    assert [s["volumeBindingMode"] for s in kube.list_storage_classes()] == ["WaitForFirstConsumer"]

@@ -70,3 +70,8 @@ def test_domain_match_is_a_plain_suffix_like_karpenter() -> None:
     assert wk.restricted_reason("notkubernetes.io/x") is not None
     assert wk.domain_of("karpenter.sh/nodepool") == "karpenter.sh"
     assert wk.domain_of("team") == ""
+
+
+def test_the_ebs_csi_zone_key_means_the_zone() -> None:
+    # aws/karpenter-provider-aws adds it to Karpenter's NormalizedLabels: EBS volumes' node affinity uses it
+    assert wk.normalize_key("topology.ebs.csi.aws.com/zone") == wk.ZONE

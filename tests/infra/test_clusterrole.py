@@ -26,6 +26,7 @@ API_GROUPS = {
     "policy": "policy",
     "coordination": "coordination.k8s.io",
     "events": "events.k8s.io",
+    "storage": "storage.k8s.io",
 }
 VERBS = {
     "list": "list",
@@ -49,6 +50,9 @@ RESOURCES = {
     "deployment": "deployments",
     "replica_set": "replicasets",
     "stateful_set": "statefulsets",
+    "persistent_volume_claim": "persistentvolumeclaims",
+    "persistent_volume": "persistentvolumes",
+    "storage_class": "storageclasses",
 }
 CUSTOM_OBJECTS = {  # `self._custom` calls: the routes the adapter names
     "list_buffers": ("autoscaling.x-k8s.io", "capacitybuffers", "list"),

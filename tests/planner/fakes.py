@@ -227,11 +227,17 @@ class PlannerWorld:
         created: float = START - 7200,
         annotations: dict[str, str] | None = None,
         image_id: str | None = None,
+        zone: str = "us-east-1a",
     ) -> str:
         instance_id = f"i-{name}"
         self.world.cluster.add_node(
             node_manifest(
-                name, instance_id, type_name=type_name, pool_name=pool_name, annotations=annotations
+                name,
+                instance_id,
+                type_name=type_name,
+                pool_name=pool_name,
+                annotations=annotations,
+                zone=zone,
             )
         )
         self.world.instances.add(instance_id, pool=pool_name)
@@ -241,12 +247,12 @@ class PlannerWorld:
                 nodepool=pool_name,
                 node_class="default",
                 instance_type=type_name,
-                zone="us-east-1a",
+                zone=zone,
                 capacity_type="on-demand",
                 price=PRICES[type_name],
                 instance_id=instance_id,
                 node_name=name,
-                provider_id=provider_id("us-east-1a", instance_id),
+                provider_id=provider_id(zone, instance_id),
                 state="initialized",
                 launched_at=created,
                 registered_at=created + 30,

@@ -13,7 +13,7 @@ from longshore.adapters.aws.network import Ec2PlacementGroups
 from longshore.adapters.memory import MemoryOfferingAvailability
 from longshore.core.disruption import planner
 from longshore.core.disruption.decisions import PassedOver, PassedOverKind
-from longshore.core.model import SelectorTerm
+from longshore.core.model import Requirement, SelectorTerm
 from longshore.core.placement_groups import PlacementGroup
 from longshore.services.disruption_events import event_reason_for
 from longshore.services.disruption_snapshot import Snapshot, pdb_view, take_snapshot
@@ -177,3 +177,59 @@ def test_the_node_classes_placement_groups_are_looked_up_as_the_provisioner_does
     assert snap.input.placement_groups == (("hdfs", PlacementGroup(group.group_id, "hdfs", "partition", 3)),)
     assert snap.input.placement_unresolved == frozenset({"gone"})  # InvalidPlacementGroup.Unknown: logged
     assert snap.input.placement_blocker("gone") is not None and snap.input.placement_blocker("hdfs") is None
+
+
+EBS_ZONE = "topology.ebs.csi.aws.com/zone"
+
+
+def _zonal_volume_world(*, with_volume: bool) -> PlannerWorld:
+    """An underused node in us-east-1b whose pod's claim is bound to a us-east-1b EBS volume, and a roomy
+    node in us-east-1a the pod would fit on."""
+    w = PlannerWorld()
+    w.add_node("roomy", type_name="m5.2xlarge", zone="us-east-1a")
+    w.add_node("lonely", type_name="m5.xlarge", zone="us-east-1b")
+    w.add_pod("filler", "roomy", cpu="1")
+    manifest = running_pod("db-0", "lonely", cpu="500m")
+    if with_volume:
+        manifest["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]
+        zone = {"key": EBS_ZONE, "operator": "In", "values": ["us-east-1b"]}
+        w.cluster.pvs.append(
+            {
+                "metadata": {"name": "pv-db"},
+                "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}}},
+            }
+        )
+        w.cluster.pvcs.append(
+            {"metadata": {"name": "data-db-0", "namespace": "default"}, "spec": {"volumeName": "pv-db"}}
+        )
+    w.cluster.add_pod(manifest)
+    return w
+
+
+def test_consolidation_never_moves_a_pod_with_a_zonal_volume_to_another_zone() -> None:
+    control = planner.plan(snapshot_of(_zonal_volume_world(with_volume=False)).input)
+    moved_away = [  # without the volume, the pod goes to us-east-1a (onto roomy or a new node there)
+        d
+        for d in control.decisions
+        if "lonely" in d.node_names and all(r.zone != "us-east-1b" for r in d.replacements)
+    ]
+    assert moved_away
+
+    snap = snapshot_of(_zonal_volume_world(with_volume=True))
+    (lonely,) = [n for n in snap.input.nodes if n.name == "lonely"]
+    (db,) = lonely.reschedulable_pods()
+    assert db.required_node_terms == (
+        (Requirement(EBS_ZONE, "In", ("us-east-1b",)),),
+    )  # normalized when solved
+    plan = planner.plan(snap.input)
+    for decision in plan.decisions:
+        if "lonely" in decision.node_names:  # only a cheaper node in us-east-1b may take its pod
+            assert decision.replacements and all(r.zone == "us-east-1b" for r in decision.replacements)
+
+
+def test_a_pod_whose_claim_is_gone_keeps_its_node_out_of_disruption() -> None:
+    w = _zonal_volume_world(with_volume=True)
+    w.cluster.pvcs.clear()
+    snap = snapshot_of(w)
+    assert "lonely" in [n.name for n in snap.input.unmanaged]
+    assert planner.plan(snap.input).reason_for("lonely") is None

@@ -179,3 +179,35 @@ def test_a_watch_prints_the_same_columns_as_a_get(emulator: KubeApiEmulator, tmp
         watch.kill()
         watch.wait(10)
     assert row == ["ip-10-0-0-2.ec2.internal", "Ready", "<none>", "0s", "v1.31.0"]
+
+
+@needs_kubectl
+@pytest.mark.slow
+def test_storage_objects_are_created_and_read_by_kubectl(kubectl, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    manifest = tmp_path / "storage.yaml"
+    manifest.write_text(
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: gp3}\n"
+        "provisioner: ebs.csi.aws.com\nvolumeBindingMode: WaitForFirstConsumer\n---\n"
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-db}\n"
+        "spec:\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOnce]\n  nodeAffinity:\n    required:\n"
+        "      nodeSelectorTerms:\n      - matchExpressions:\n"
+        "        - {key: topology.ebs.csi.aws.com/zone, operator: In, values: [us-east-1b]}\n---\n"
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: default}\n"
+        "spec: {volumeName: pv-db, storageClassName: gp3, accessModes: [ReadWriteOnce]}\n"
+    )
+    out = kubectl("apply", "-f", str(manifest))
+    assert "storageclass.storage.k8s.io/gp3 created" in out
+    assert "persistentvolume/pv-db created" in out
+    assert "persistentvolumeclaim/data created" in out
+    assert (
+        kubectl(
+            "get",
+            "pv",
+            "pv-db",
+            "-o",
+            "jsonpath={.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}",
+        )
+        == "us-east-1b"
+    )
+    assert kubectl("get", "pvc", "data", "-o", "jsonpath={.spec.volumeName}") == "pv-db"
+    assert kubectl("get", "sc", "gp3", "-o", "jsonpath={.volumeBindingMode}") == "WaitForFirstConsumer"

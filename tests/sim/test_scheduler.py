@@ -335,3 +335,27 @@ def test_gated_and_foreign_scheduler_pods_are_left_alone(
     scheduler.schedule()
     assert placement(store) == {"gated": None, "foreign": None}
     assert condition(store, "gated")["reason"] == "SchedulingGated"
+
+
+def test_a_bound_volume_keeps_its_pod_in_its_zone_and_a_missing_claim_is_unschedulable(
+    store: ObjectStore, scheduler: SimpleScheduler
+) -> None:
+    zone_key = "topology.ebs.csi.aws.com/zone"
+    add_node(store, "a", labels={zone_key: "us-east-1a"})
+    add_node(store, "b", labels={zone_key: "us-east-1b"})
+    term = {"matchExpressions": [{"key": zone_key, "operator": "In", "values": ["us-east-1b"]}]}
+    store.create(
+        "persistentvolumes",
+        {"metadata": {"name": "pv-1"}, "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}}},
+    )
+    store.create(
+        "persistentvolumeclaims", {"metadata": {"name": "data"}, "spec": {"volumeName": "pv-1"}}, "default"
+    )
+    add_pod(store, "db", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])
+    add_pod(store, "lost", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "gone"}}])
+    add_node(
+        store, "a2", cpu="64", labels={zone_key: "us-east-1a"}
+    )  # emptier, so scored first without the volume
+    scheduler.schedule()
+    assert placement(store) == {"db": "b", "lost": None}
+    assert 'persistentvolumeclaim "gone" not found' in condition(store, "lost")["message"]

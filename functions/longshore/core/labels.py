@@ -164,6 +164,9 @@ ALIASES: Final = {
     "beta.kubernetes.io/arch": ARCH,
     "beta.kubernetes.io/os": OS,
     "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+    # The EBS CSI driver's zone key, which its PersistentVolumes carry (aws/karpenter-provider-aws
+    # `pkg/operator/operator.go` adds it to Karpenter's NormalizedLabels).
+    "topology.ebs.csi.aws.com/zone": ZONE,
 }
 
 #: Domains reserved by the kubelet (`kubernetes.io`, `k8s.io`) or by Karpenter; sub-domains included.

@@ -28,6 +28,7 @@ from longshore.core.pods import (
     PodAffinityTerm,
     PreferredNodeTerm,
     TopologySpread,
+    VolumeClaim,
 )
 from longshore.core.resources import EMPTY, Resources
 from longshore.core.taints import Toleration, TolerationError
@@ -190,6 +191,29 @@ def _node_term(term: object, path: str) -> tuple[Requirement, ...]:
         _requirement(expr, f"{path}.matchExpressions[{i}]", _NODE_OPERATORS)
         for i, expr in enumerate(_sequence(entry.get("matchExpressions"), f"{path}.matchExpressions"))
     )
+
+
+def node_term(term: object, path: str) -> tuple[Requirement, ...]:
+    """One node selector term's `matchExpressions` as requirements (`path` names the term in errors)."""
+    return _node_term(term, path)
+
+
+def _volume_claims(spec: Mapping[str, Any], pod_name: str) -> tuple[VolumeClaim, ...]:
+    found: list[VolumeClaim] = []
+    for i, item in enumerate(_sequence(spec.get("volumes"), "spec.volumes")):
+        volume = _mapping(item, f"spec.volumes[{i}]")
+        if volume.get("persistentVolumeClaim") is not None:
+            path = f"spec.volumes[{i}].persistentVolumeClaim"
+            claim = _mapping(volume["persistentVolumeClaim"], path).get("claimName")
+            if not isinstance(claim, str) or not claim:
+                raise PodManifestError(f"{path}.claimName", "must be a non-empty claim name", claim)
+            found.append(VolumeClaim(claim))
+        elif volume.get("ephemeral") is not None:
+            name = volume.get("name")
+            if not isinstance(name, str) or not name:
+                raise PodManifestError(f"spec.volumes[{i}].name", "must be a non-empty volume name", name)
+            found.append(VolumeClaim(f"{pod_name}-{name}", ephemeral=True))
+    return tuple(found)
 
 
 def _affinity_term(value: object, path: str, own_labels: Pairs, weight: int = 0) -> PodAffinityTerm:
@@ -406,4 +430,5 @@ def pod_from_manifest(
         deleting=meta.get("deletionTimestamp") is not None,
         created_at=str(meta.get("creationTimestamp") or ""),
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        volume_claims=_volume_claims(spec, name),
     )

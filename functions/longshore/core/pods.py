@@ -149,6 +149,15 @@ PlacementKey = tuple[
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeClaim:
+    """A PersistentVolumeClaim a pod's volume uses: `spec.volumes[].persistentVolumeClaim.claimName`, or for an
+    ephemeral volume (`spec.volumes[].ephemeral`) the claim its controller makes, `<pod name>-<volume name>`."""
+
+    claim: str
+    ephemeral: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     """A pod, reduced to what scheduling, disruption and reporting need."""
 
@@ -179,6 +188,7 @@ class Pod:
     deleting: bool = False  # metadata.deletionTimestamp set
     created_at: str = ""  # metadata.creationTimestamp, RFC 3339 (orders the queue)
     scheduler_name: str = "default-scheduler"
+    volume_claims: tuple[VolumeClaim, ...] = ()  # read per pass by `core.volume_topology`
 
     @property
     def key(self) -> str:

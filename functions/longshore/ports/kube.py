@@ -92,7 +92,25 @@ def event_name(event: KubeEvent) -> str:
     return f"{involved.name}.{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
-class Cluster(Protocol):
+class VolumeSource(Protocol):
+    """The storage objects volume topology reads (`core.volume_topology`): each a full list, every page,
+    in all namespaces, as `kubectl get -o json` prints the items. A caller lists each kind at most once a
+    pass, and only when a pod it places uses a PersistentVolumeClaim."""
+
+    def list_persistent_volume_claims(self) -> list[Manifest]:
+        """core/v1 PersistentVolumeClaims in all namespaces."""
+        ...
+
+    def list_persistent_volumes(self) -> list[Manifest]:
+        """core/v1 PersistentVolumes (cluster-scoped)."""
+        ...
+
+    def list_storage_classes(self) -> list[Manifest]:
+        """storage.k8s.io/v1 StorageClasses (cluster-scoped)."""
+        ...
+
+
+class Cluster(VolumeSource, Protocol):
     def list_pods(self, *, node_name: str | None = None, label_selector: str | None = None) -> list[Manifest]:
         """Pods in all namespaces, optionally only those bound to `node_name`."""
         ...

@@ -44,7 +44,7 @@ from longshore.core.scheduling import ExistingNode
 from longshore.ports.cloud import InstanceStatuses, PlacementGroups
 from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.store import ClaimStore, OfferingAvailability
-from longshore.services import buffer_pods
+from longshore.services import buffer_pods, volume_topology
 from longshore.services import placement_groups as placement
 from longshore.services import snapshot as snap
 from longshore.services.pod_events import PodEventTracker
@@ -166,6 +166,7 @@ def take_snapshot(
     parsed = snap.PodCache()  # a warm container re-parses only the pods that changed (`snapshot.PodCache`)
     parsed.retain(pod_manifests)
     bound, bound_skipped = snap.bound_pods(pod_manifests, parsed)
+    bound, volume_refused = volume_topology.apply_moving(bound, cluster)  # what a move must keep (its zone)
     pending, pending_skipped = snap.pending_pods(pod_manifests, parsed)
     existing, node_skipped = snap.existing_nodes(node_manifests.values(), bound, config)
     by_instance = {c.instance_id: c for c in all_claims if c.instance_id}
@@ -182,6 +183,8 @@ def take_snapshot(
         unreadable.setdefault(
             bound_to, f"pod {skipped.namespace}/{skipped.name} on it cannot be read: {skipped.reason}"
         )
+    for pod, reason in volume_refused:  # cannot be moved: its node is not a candidate
+        unreadable.setdefault(pod.node_name, f"pod {pod.key} on it cannot move: volume topology: {reason}")
     pods_by_node: dict[str, list[Manifest]] = {}
     for manifest in pod_manifests:
         node_name = (manifest.get("spec") or {}).get("nodeName")

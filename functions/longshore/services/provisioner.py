@@ -56,7 +56,7 @@ from longshore.ports.kube import Cluster
 from longshore.ports.metrics import MetricsSink
 from longshore.ports.store import ClaimStore, Lease, OfferingAvailability
 from longshore.ports.workflow import DisruptionWorkflow
-from longshore.services import buffer_pods, snapshot, warm_snapshot
+from longshore.services import buffer_pods, snapshot, volume_topology, warm_snapshot
 from longshore.services.batching import collect_batch
 from longshore.services.buffer_status import BufferReporter, BufferStatusWriter
 from longshore.services.launch_requests import launch_request
@@ -317,6 +317,9 @@ class ProvisionerService:
         seen = warm.update(nodes, pod_manifests, self._config, self._pods)
         pending, skipped, skipped_bound = seen.pending, seen.skipped_pending, seen.skipped_bound
         existing, skipped_nodes = seen.existing, seen.skipped_nodes
+        waiting = seen.pending  # every provisionable pod, for the gauges
+        # the claims, volumes and classes of this pass (`services.volume_topology`: not folded into cached pods)
+        pending, refused = volume_topology.apply(waiting, self._cluster, validate=True)
         catalog = self._catalog()
         in_flight = snapshot.in_flight_nodes(
             claims, (snapshot.provider_id_of(n) for n in nodes), catalog, self._config
@@ -363,8 +366,8 @@ class ProvisionerService:
             self._settled_at = self._clock.now()
         self._events.report_unschedulable(plan, pending)
         self._events.report_failures(launches, plan, pending)
-        self._events.report_skipped((*skipped, *skipped_bound, *skipped_nodes, *skipped_ds))
-        self._emit_gauges(pending=pending, claims=(*claims, *(o.claim for o in launches if o.claim)))
+        self._events.report_skipped((*skipped, *refused, *skipped_bound, *skipped_nodes, *skipped_ds))
+        self._emit_gauges(pending=waiting, claims=(*claims, *(o.claim for o in launches if o.claim)))
         return PassResult(
             "planned",
             started,

@@ -100,7 +100,7 @@ class PodEvents:
                 extra={
                     "kind": item.kind,
                     "namespace": item.namespace,
-                    "name": item.name,
+                    "object": item.name,
                     "reason": item.reason,
                 },
             )

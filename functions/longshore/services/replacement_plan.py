@@ -52,7 +52,7 @@ from longshore.ports.cloud import PlacementGroups
 from longshore.ports.kube import Cluster, Manifest
 from longshore.ports.store import ClaimStore
 from longshore.ports.workflow import ReplacementUnavailableError
-from longshore.services import snapshot
+from longshore.services import snapshot, volume_topology
 from longshore.services.placement_groups import GroupLookup, lookup
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,14 @@ class ReplacementPlanner:
         catalog = self._catalog()
         nodes = self._cluster.list_nodes()  # nodes before pods, as the provisioner reads them
         manifests = self._cluster.list_pods()
-        moved = self._moved_pods(manifests, source.node_name, now)
+        moved, refused = volume_topology.apply_moving(
+            self._moved_pods(manifests, source.node_name, now), self._cluster
+        )
+        for pod, reason in refused:
+            log.warning(
+                "a moved pod's volume cannot be read; planned without its zone",
+                extra={"pod": pod.key, "why": reason},
+            )
         bound, _ = snapshot.bound_pods(manifests)
         existing, _ = snapshot.existing_nodes(nodes, bound, self._config)
         claims = tuple(c for c in self._store.list() if c.id != exclude_claim)  # a retry's own claim

@@ -299,4 +299,7 @@ _PLURALS = {
     "PodTemplate": "podtemplates",
     "StatefulSet": "statefulsets",
     "CapacityBuffer": "capacitybuffers",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "PersistentVolume": "persistentvolumes",
+    "StorageClass": "storageclasses",
 }

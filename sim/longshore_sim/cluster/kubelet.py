@@ -243,6 +243,7 @@ class SimulatedKubelet:
             "beta.kubernetes.io/instance-type": type_name,
             "topology.kubernetes.io/zone": zone,
             "failure-domain.beta.kubernetes.io/zone": zone,
+            "topology.ebs.csi.aws.com/zone": zone,  # the EBS CSI driver's node plugin registers its zone key
             "topology.kubernetes.io/region": region,
             "failure-domain.beta.kubernetes.io/region": region,
             "karpenter.sh/capacity-type": "spot"

@@ -121,6 +121,13 @@ def node_affinity_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
     return any(_term_holds(term, labels, fields) for term in terms)
 
 
+def node_selector_matches(terms: Iterable[Mapping[str, Any]], node: Mapping[str, Any]) -> bool:
+    """A NodeSelector's ORed terms admit the node (as a PersistentVolume's `spec.nodeAffinity.required`)."""
+    labels: Mapping[str, str] = (node.get("metadata") or {}).get("labels") or {}
+    fields = {"metadata.name": str((node.get("metadata") or {}).get("name", ""))}
+    return any(_term_holds(term, labels, fields) for term in terms)
+
+
 def is_node_ready(node: Mapping[str, Any]) -> bool:
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":

@@ -7,7 +7,10 @@ filter plugins, in its order, against every node:
   `node.kubernetes.io/not-ready:NoSchedule` taint the node lifecycle controller would add), NodeAffinity
   (nodeSelector and required node affinity), NodeResourcesFit (requests and the pod count against allocatable
   minus the pods already bound, terminating ones included), PodTopologySpread (DoNotSchedule constraints), and
-  InterPodAffinity (required pod affinity and anti-affinity for any topology key, both directions).
+  InterPodAffinity (required pod affinity and anti-affinity for any topology key, both directions), and of
+  VolumeBinding only its check of bound claims: a pod whose PersistentVolumeClaim is missing is
+  unschedulable, and a claim bound to a PersistentVolume admits only nodes its `spec.nodeAffinity.required`
+  admits ("volume node affinity conflict"); unbound claims are not provisioned (the sim has no CSI driver).
 Among the nodes that pass, the LeastAllocated score (mean free fraction of cpu and memory after placing the
 pod) picks one, ties broken by name; the pod is bound through the `pods/binding` semantics of the store.
 A pod no node accepts gets `PodScheduled=False, reason=Unschedulable` with kube-scheduler's message, e.g.
@@ -18,7 +21,7 @@ exactly these pods). The condition is only rewritten when it changes, so repeate
 It does not import the packing engine or the requirements algebra: it is a second, independent opinion.
 Within a pass, pods with identical scheduling inputs share what was learned about infeasible nodes (adding
 pods only makes nodes less feasible), except pods with pod affinity or spread constraints, which adding pods
-can help. Preemption, host ports, volumes and preferred (soft) terms are not modelled.
+can help. Preemption, host ports, volume provisioning and preferred (soft) terms are not modelled.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ SPREAD = "node(s) didn't match pod topology spread constraints"
 POD_AFFINITY = "node(s) didn't match pod affinity rules"
 POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+VOLUME_CONFLICT = "node(s) had volume node affinity conflict"
 
 
 @dataclass
@@ -90,6 +94,7 @@ class SimpleScheduler:
         self.store = store
         self.clock = clock
         self._anti_terms: list[tuple[_Node, JSON, Mapping[str, Any]]] = []
+        self._volumes: list[list[Mapping[str, Any]]] = []  # the pod being placed's volume terms
 
     def schedule(self) -> ScheduleResult:
         pods = self.store.view("pods")
@@ -191,6 +196,10 @@ class SimpleScheduler:
 
     def _place(self, pod: JSON, nodes: list[_Node], known: dict[str, str]) -> tuple[_Node | None, list[str]]:
         requests = matching.pod_requests(pod)
+        volumes = self._volume_terms(pod)
+        if isinstance(volumes, str):
+            return None, [volumes] * len(nodes)
+        self._volumes = volumes
         spread = _spread_state(pod, nodes)
         reasons: list[str] = []
         best: tuple[float, str, _Node] | None = None
@@ -209,6 +218,29 @@ class SimpleScheduler:
                 best = (score, node.name, node)
         return (best[2] if best else None), reasons
 
+    def _volume_terms(self, pod: JSON) -> list[list[Mapping[str, Any]]] | str:
+        """The node selector terms of each PersistentVolume the pod's claims are bound to, or why it cannot be
+        placed (a claim that does not exist)."""
+        namespace = pod["metadata"].get("namespace") or "default"
+        found: list[list[Mapping[str, Any]]] = []
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+                claim_name = str(volume["persistentVolumeClaim"].get("claimName") or "")
+            elif volume.get("ephemeral") is not None:
+                claim_name = f"{pod['metadata']['name']}-{volume.get('name')}"
+            else:
+                continue
+            claim = self.store.try_get("persistentvolumeclaims", claim_name, namespace)
+            if claim is None:
+                return f'persistentvolumeclaim "{claim_name}" not found'
+            bound_to = (claim.get("spec") or {}).get("volumeName")
+            volume_obj = self.store.try_get("persistentvolumes", str(bound_to)) if bound_to else None
+            required = ((volume_obj or {}).get("spec") or {}).get("nodeAffinity") or {}
+            terms = (required.get("required") or {}).get("nodeSelectorTerms")
+            if terms:
+                found.append(list(terms))
+        return found
+
     def _filter(
         self, pod: JSON, requests: Resources, node: _Node, nodes: list[_Node], spread: list[_Spread]
     ) -> list[str]:
@@ -221,6 +253,8 @@ class SimpleScheduler:
             return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"]
         if not matching.node_affinity_matches(pod, node.obj):
             return [AFFINITY]
+        if not all(matching.node_selector_matches(terms, node.obj) for terms in self._volumes):
+            return [VOLUME_CONFLICT]
         room = node.allocatable - node.used
         short = requests.exceeding(room)
         if short:
@@ -246,6 +280,7 @@ def _signature(pod: JSON) -> str:
         "nodeSelector": spec.get("nodeSelector"),
         "affinity": affinity,
         "tolerations": spec.get("tolerations"),
+        "volumes": spec.get("volumes"),
     }
     return json.dumps(relevant, sort_keys=True)
 

@@ -82,6 +82,7 @@ class KubeCluster:
         self._core = k8s.CoreV1Api(api_client)
         self._apps = k8s.AppsV1Api(api_client)
         self._policy = k8s.PolicyV1Api(api_client)
+        self._storage = k8s.StorageV1Api(api_client)
         self._custom = k8s.CustomObjectsApi(api_client)
         self._component = component
         self._retry = retry or RetryPolicy()
@@ -232,6 +233,19 @@ class KubeCluster:
         return self._list(
             "list PodDisruptionBudgets", self._policy.list_pod_disruption_budget_for_all_namespaces
         )
+
+    # -- volume topology (`ports.kube.VolumeSource`) ------------------------------------------------------
+
+    def list_persistent_volume_claims(self) -> list[Manifest]:
+        return self._list(
+            "list PersistentVolumeClaims", self._core.list_persistent_volume_claim_for_all_namespaces
+        )
+
+    def list_persistent_volumes(self) -> list[Manifest]:
+        return self._list("list PersistentVolumes", self._core.list_persistent_volume)
+
+    def list_storage_classes(self) -> list[Manifest]:
+        return self._list("list StorageClasses", self._storage.list_storage_class)
 
     # -- CapacityBuffers (`services.buffer_pods.BufferSource`) ---------------------------------------------
 

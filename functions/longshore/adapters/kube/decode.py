@@ -3,7 +3,7 @@
 Theory of operation: a pod as EKS returns it is about 10 KB of JSON (managedFields, env, probes, volume
 mounts, container statuses) and a node about 12 KB (mostly `status.images`); parsed into Python dicts that is
 about 50 KB of memory per pod. Longshore reads a small part of it: scheduling inputs (requests, affinity,
-tolerations, spread, node selector, host ports, priority), ownership and disruption annotations, and the
+tolerations, spread, node selector, host ports, priority, the volumes backed by claims), ownership and disruption annotations, and the
 conditions and phase. `compact_pod` and `compact_node` keep exactly that, so a listed page is trimmed as soon
 as it is parsed and only the compact dicts are held (the port still promises plain dicts in the shape the API
 server sends; fields that are absent are simply missing, as they may be from any API server).
@@ -47,7 +47,7 @@ _META_KEYS: Final = frozenset(
 )
 _LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 _POD_SPEC_DROPPED: Final = frozenset(
-    {"volumes", "securityContext", "imagePullSecrets", "dnsConfig", "hostAliases", "readinessGates"}
+    {"securityContext", "imagePullSecrets", "dnsConfig", "hostAliases", "readinessGates"}
 )
 _CONTAINER_KEYS: Final = frozenset({"name", "resources", "ports", "restartPolicy"})
 _POD_STATUS_KEYS: Final = frozenset(
@@ -138,6 +138,25 @@ def _containers(value: object) -> object:
     ]
 
 
+def _claim_volumes(value: object) -> object:
+    """`spec.volumes` reduced to what volume topology reads: the volumes backed by a PersistentVolumeClaim
+    (`persistentVolumeClaim.claimName`) or an ephemeral claim (its name; the claim is `<pod>-<volume>`)."""
+    if not isinstance(value, list):
+        return value  # malformed: left for the parser to report
+    kept: list[object] = []
+    for volume in value:
+        if not isinstance(volume, Mapping):
+            kept.append(volume)
+        elif isinstance(volume.get("persistentVolumeClaim"), Mapping):
+            claim = volume["persistentVolumeClaim"]
+            kept.append(
+                {"name": volume.get("name"), "persistentVolumeClaim": {"claimName": claim.get("claimName")}}
+            )
+        elif volume.get("ephemeral") is not None:
+            kept.append({"name": volume.get("name"), "ephemeral": {}})
+    return kept
+
+
 def compact_pod(pod: Mapping[str, Any]) -> Manifest:
     """The pod with only the fields Longshore reads (see the module docstring)."""
     shared = SHARED
@@ -148,6 +167,11 @@ def compact_pod(pod: Mapping[str, Any]) -> Manifest:
         kept: Manifest = {}
         for k, v in spec.items():
             if k in _POD_SPEC_DROPPED or k == "ephemeralContainers":
+                continue
+            if k == "volumes":
+                claims = _claim_volumes(v)
+                if claims:
+                    kept[k] = claims
                 continue
             kept[k] = shared.value(_containers(v) if k in ("containers", "initContainers") else v)
         out["spec"] = kept

@@ -29,6 +29,11 @@ swapped, not removed): a node of the same pool, of the cheapest type the pool al
 For any other reason (a rebalance recommendation, emptiness, consolidation, manual) an empty node gets no
 replacement: `ReplacementUnavailableError` says so and the disruption rolls back; such disruptions are meant
 to be started with `replace: false` (an empty node has nothing to surge for).
+
+Volumes (decision). The pods to move carry their volumes' zone (`services.volume_topology.apply_moving`). A pod
+whose claim, volume or StorageClass cannot be found has no known zone: no replacement is planned for its node
+(`ReplacementUnavailableError`, the disruption rolls back), as the disruption planner keeps such a node out of
+disruption, rather than a surge in a zone where the volume may not attach.
 """
 
 from __future__ import annotations
@@ -197,10 +202,10 @@ class ReplacementPlanner:
         moved, refused = volume_topology.apply_moving(
             self._moved_pods(manifests, source.node_name, now), self._cluster
         )
-        for pod, reason in refused:
-            log.warning(
-                "a moved pod's volume cannot be read; planned without its zone",
-                extra={"pod": pod.key, "why": reason},
+        if refused:  # the zone its volume needs is unknown: a surge could land where the volume cannot attach
+            pod, reason = refused[0]
+            raise ReplacementUnavailableError(
+                f"no replacement for {source.subject}: pod {pod.key} cannot be moved, {reason}"
             )
         bound, _ = snapshot.bound_pods(manifests)
         existing, _ = snapshot.existing_nodes(nodes, bound, self._config)

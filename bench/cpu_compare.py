@@ -28,23 +28,15 @@ HERE = Path(__file__).resolve().parent.parent
 
 def _child(names: list[str]) -> None:
     """One pass: solve each chosen workload once, print {name: [cpu seconds, cost, plan hash]} as JSON."""
-    from bench.run import _cases
-    from bench.workloads import CLASS
-    from longshore.core.model import Settings, SpotDiversity
-    from longshore.core.scheduling import SchedulingInput, solve
+    from bench.run import _cases, solve_input
+    from longshore.core.scheduling import solve
 
     found: dict[str, list[object]] = {}
     for build, _ in _cases(False):
         workload = build()
         if names and workload.name not in names:
             continue
-        inp = SchedulingInput(
-            pods=workload.pods,
-            pools=workload.pools,
-            node_classes=(CLASS,),
-            catalog=workload.catalog,
-            settings=Settings(spot_diversity=SpotDiversity(pool_share=1.0)),
-        )
+        inp = solve_input(workload)
         gc.collect()
         start = time.process_time()
         plan = solve(inp)

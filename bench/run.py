@@ -116,16 +116,21 @@ def run_configuration(
     return result
 
 
-def _solve(workload: Workload, spot_pool_share: float = 1.0) -> tuple[Plan, float]:
-    """The engine's plan and solve time; spot diversity off by default (the tables measure packing; its
-    cost is the diversity table's)."""
-    inp = SchedulingInput(
+def solve_input(workload: Workload, spot_pool_share: float = 1.0) -> SchedulingInput:
+    """What the engine is asked for `workload`; spot diversity off by default (the tables measure packing;
+    its cost is the diversity table's)."""
+    return SchedulingInput(
         pods=workload.pods,
         pools=workload.pools,
         node_classes=(CLASS,),
         catalog=workload.catalog,
         settings=Settings(spot_diversity=SpotDiversity(pool_share=spot_pool_share)),
     )
+
+
+def _solve(workload: Workload, spot_pool_share: float = 1.0) -> tuple[Plan, float]:
+    """The engine's plan and solve time (`solve_input`)."""
+    inp = solve_input(workload, spot_pool_share)
     gc.collect()
     start = time.perf_counter()
     plan = solve(inp)
@@ -133,13 +138,7 @@ def _solve(workload: Workload, spot_pool_share: float = 1.0) -> tuple[Plan, floa
 
 
 def _peak_mib(workload: Workload) -> float:
-    inp = SchedulingInput(
-        pods=workload.pods,
-        pools=workload.pools,
-        node_classes=(CLASS,),
-        catalog=workload.catalog,
-        settings=Settings(spot_diversity=SpotDiversity(pool_share=1.0)),
-    )
+    inp = solve_input(workload)
     gc.collect()
     tracemalloc.start()
     solve(inp)

@@ -24,8 +24,23 @@ from longshore.config import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 CONFIG_ERROR_EXIT_CODE = 2
+
+
+def read_answer_file(load: Callable[[Path], T], path: Path, what: str) -> T:
+    """`load(path)` (a saved EC2 answer, `adapters.aws.answer_file`), or every problem of the file on stderr
+    and exit with status 2, as a configuration error does."""
+    from longshore.adapters.aws.answer_file import AnswerFileError
+
+    try:
+        return load(path)
+    except AnswerFileError as error:
+        click.secho(f"{len(error.problems)} error(s) in the {what} file", fg="red", err=True)
+        for problem in error.problems:
+            click.echo(f"  {problem}", err=True)
+        raise click.exceptions.Exit(CONFIG_ERROR_EXIT_CODE) from None
 
 
 def region_option(func: F) -> F:

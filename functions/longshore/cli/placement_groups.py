@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import click
 
-from longshore.cli.options import CONFIG_ERROR_EXIT_CODE
+from longshore.cli.options import read_answer_file
 from longshore.core.model import ClusterConfig, NodeClass
 from longshore.core.placement_groups import ByClass, PlacementGroup
 
@@ -91,19 +91,9 @@ def placement_groups_port(
 
         ec2 = boto3.client("ec2", region_name=config.region)
         return ReportedGroups(Ec2PlacementGroups(ec2), "EC2", consequence)
-    from longshore.adapters.aws.placement_groups_file import (
-        FilePlacementGroupsEc2,
-        PlacementGroupFileError,
-        load_placement_group_file,
-    )
+    from longshore.adapters.aws.placement_groups_file import FilePlacementGroupsEc2, load_placement_group_file
 
-    try:
-        entries = load_placement_group_file(path)
-    except PlacementGroupFileError as error:
-        click.secho(f"{len(error.problems)} error(s) in the placement groups file", fg="red", err=True)
-        for problem in error.problems:
-            click.echo(f"  {problem}", err=True)
-        raise click.exceptions.Exit(CONFIG_ERROR_EXIT_CODE) from None
+    entries = read_answer_file(load_placement_group_file, path, "placement groups")
     if not any(c.placement_group for c in config.node_classes):
         click.echo(
             f"{path}: no EC2NodeClass has a placementGroupSelector, so no placement group is used", err=True

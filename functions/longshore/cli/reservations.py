@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import click
 
-from longshore.cli.options import CONFIG_ERROR_EXIT_CODE
+from longshore.cli.options import read_answer_file
 from longshore.core.catalog import Catalog
 from longshore.core.model import ClusterConfig
 from longshore.core.reservations import ByClass
@@ -51,20 +51,10 @@ def read_reservations(path: Path | None, config: ClusterConfig, catalog: Catalog
     if path is None:
         return ()
     from longshore.adapters.aws.reservations import Ec2CapacityReservations
-    from longshore.adapters.aws.reservations_file import (
-        FileReservationsEc2,
-        ReservationFileError,
-        load_reservation_file,
-    )
+    from longshore.adapters.aws.reservations_file import FileReservationsEc2, load_reservation_file
     from longshore.services.reservation_sync import reservations_by_class
 
-    try:
-        entries = load_reservation_file(path)
-    except ReservationFileError as error:
-        click.secho(f"{len(error.problems)} error(s) in the capacity reservations file", fg="red", err=True)
-        for problem in error.problems:
-            click.echo(f"  {problem}", err=True)
-        raise click.exceptions.Exit(CONFIG_ERROR_EXIT_CODE) from None
+    entries = read_answer_file(load_reservation_file, path, "capacity reservations")
     if not any(c.capacity_reservation_selector_terms for c in config.node_classes):
         click.echo(
             f"{path}: no EC2NodeClass has capacityReservationSelectorTerms, so no reservation is used",

@@ -120,15 +120,13 @@ class NodeBases:
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[ExistingNode, NodeBase]] = {}
         self.built = 0  # bases computed (not found): what the last passes cost
-        self._order: list[NodeBase] = []
-        self._order_list: list[NodeBase] | None = None  # the list `_order` was last compared with
+        self._order: list[NodeBase] = []  # the bases the kept positions and counts are over
+        self._order_list: list[NodeBase] | None = None  # the list last followed (a solve's own list)
         self._positions: dict[str, dict[str, tuple[int, ...]]] = {}
-        self._tally_order: list[NodeBase] = []  # the bases the kept counts are over
-        self._tally_list: list[NodeBase] | None = None  # the list last followed (a solve's own list)
         self._tallies: dict[tuple[object, ...], _Tally] = {}
         self._anchored: dict[tuple[str, str], list[_Tally]] = {}
         self._open: list[_Tally] = []
-        self._tally_ok = True  # no base twice in `_tally_order`
+        self._tally_ok = True  # no base twice in `_order`
         self._values = 0  # entries of the kept counts when they were kept
         self.recounted = 0  # bases whose records the kept counts were last brought up to date from
 
@@ -145,11 +143,7 @@ class NodeBases:
 
     def label_positions(self, order: list[NodeBase], key: str) -> dict[str, tuple[int, ...]]:
         """Value of `key` -> positions of the records with it, over `order`'s records end to end."""
-        if order is not self._order_list:  # a solve asks once per key: compare its list once
-            kept = self._order
-            if len(kept) != len(order) or any(a is not b for a, b in zip(kept, order, strict=True)):
-                self._order, self._positions = list(order), {}
-            self._order_list = order
+        self._follow(order)
         found = self._positions.get(key)
         if found is None:
             index: dict[str, list[int]] = {}
@@ -192,14 +186,17 @@ class NodeBases:
             self._anchored.setdefault(label, []).append(kept)
 
     def _follow(self, order: list[NodeBase]) -> None:
-        """Bring the kept counts from `_tally_order` to `order`: subtract the bases that left, add those
-        that came; drop them when most of the cluster changed (a relist) or a base is listed twice."""
-        if order is self._tally_list:
+        """Bring what is kept from `_order` to `order` (a solve asks with the same list throughout: it is
+        compared once). Positions are built again after any change; the counts subtract the bases that left
+        and add those that came, and are dropped when most of the cluster changed (a relist) or a base is
+        listed twice."""
+        if order is self._order_list:
             return
-        old = self._tally_order
-        self._tally_list, self._tally_order, self.recounted = order, list(order), 0
+        old = self._order
+        self._order_list, self._order, self.recounted = order, list(order), 0
         if len(old) == len(order) and all(a is b for a, b in zip(old, order, strict=True)):
             return
+        self._positions = {}
         old_ids, new_ids = {id(b) for b in old}, {id(b) for b in order}
         self._tally_ok = len(new_ids) == len(order)  # a base twice: counts by base would not add up
         left = [b for b in old if id(b) not in new_ids]
